@@ -1,0 +1,249 @@
+#pragma once
+// fx::Graph: the container of FX's IR, a doubly linked list of Nodes.
+//
+// A Graph represents one function: its placeholders are the inputs, the
+// call_* and get_attr nodes the work, the single output node the return.
+// The graph owns its nodes. It is neither copyable nor movable (nodes point
+// back to it); copying is the explicit graph_copy.
+//
+// Invariants kept at every edit (violations throw fx::GraphError):
+// - a node's arguments are nodes of this graph defined before it;
+// - there is at most one output node, and nothing comes after it;
+// - names are unique, generated the way torch.fx generates them.
+//
+// Every operation is linear in the size of what it touches: creating a node,
+// erasing one, finding nodes by (op, target) and moving a node are O(1) plus
+// the size of its arguments; naming is O(1) amortized (torch.fx 1.13 is
+// quadratic when many nodes share a name).
+
+#include <fx/argument.h>
+#include <fx/node.h>
+#include <fx/target.h>
+
+#include <cstddef>
+#include <deque>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace fx {
+
+namespace detail {
+class Namespace;
+}
+
+// What a Graph needs to know of the module that owns it, to check get_attr
+// and call_module targets and the purity of modules. GraphModule implements
+// it; the IR knows nothing more about modules.
+class OwningModule {
+ public:
+  virtual ~OwningModule() = default;
+  virtual bool has_submodule(std::string_view qualified_name) const = 0;
+  // A parameter, buffer, submodule or other attribute.
+  virtual bool has_attribute(std::string_view qualified_name) const = 0;
+  virtual bool is_impure_module(std::string_view /*qualified_name*/) const { return false; }
+};
+
+// The Python source of a graph's forward, and the globals it refers to
+// (name in the source -> the qualified name of what it means).
+struct PythonCode {
+  std::string src;
+  std::vector<std::pair<std::string, std::string>> globals;
+};
+
+class Graph;
+
+// Sets where create_node inserts, for the guard's lifetime (FX's
+// `with graph.inserting_before(n):`).
+class InsertPoint {
+ public:
+  InsertPoint(InsertPoint&& o) noexcept;
+  InsertPoint(const InsertPoint&) = delete;
+  InsertPoint& operator=(const InsertPoint&) = delete;
+  InsertPoint& operator=(InsertPoint&&) = delete;
+  ~InsertPoint();
+
+ private:
+  friend class Graph;
+  InsertPoint(Graph* g, Node* anchor, bool after);
+  Graph* graph_;
+  Node* saved_anchor_;
+  bool saved_after_;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // ---- iteration --------------------------------------------------------
+  class NodeList;
+  // The live nodes in order; `nodes().reversed()` walks backwards. Erasing
+  // or inserting nodes while iterating is safe.
+  NodeList nodes() const;
+  size_t size() const { return size_; }
+  // The output node, or nullptr while the graph has none.
+  Node* output_node() const { return output_; }
+
+  // ---- creating nodes ---------------------------------------------------
+  // Creates a node at the insert point (the end by default). The name is
+  // `name` if given, else derived from the target, made unique.
+  Node* create_node(Op op, Target target, Args args = {}, Kwargs kwargs = {},
+                    std::optional<std::string> name = std::nullopt,
+                    std::optional<std::string> type = std::nullopt);
+  Node* placeholder(std::string_view name, std::optional<Argument> default_value = std::nullopt,
+                    std::optional<std::string> type = std::nullopt);
+  Node* get_attr(std::string_view qualified_name, std::optional<std::string> type = std::nullopt);
+  Node* call_function(Target fn, Args args = {}, Kwargs kwargs = {},
+                      std::optional<std::string> type = std::nullopt);
+  Node* call_method(std::string_view method, Args args = {}, Kwargs kwargs = {},
+                    std::optional<std::string> type = std::nullopt);
+  Node* call_module(std::string_view module_path, Args args = {}, Kwargs kwargs = {},
+                    std::optional<std::string> type = std::nullopt);
+  Node* output(Argument result, std::optional<std::string> type = std::nullopt);
+
+  // Insert before / after `n` (nullptr: the beginning / the end of the graph)
+  // until the returned guard is destroyed. As in FX, inserting_after(n)
+  // puts each new node right after n, so successive nodes come out in
+  // reverse order.
+  [[nodiscard]] InsertPoint inserting_before(Node* n = nullptr);
+  [[nodiscard]] InsertPoint inserting_after(Node* n = nullptr);
+
+  // Copies `node` (of any graph) here, mapping its input nodes through
+  // arg_transform; meta is copied too.
+  Node* node_copy(const Node& node, const std::function<Argument(Node*)>& arg_transform);
+  // Copies every node of `src` here except its output, filling val_map
+  // (src node -> new node; entries already there are used as they are).
+  // Returns src's output value mapped into this graph (None if src has no
+  // output); *src_output receives src's output node when asked.
+  Argument graph_copy(const Graph& src, std::unordered_map<const Node*, Node*>& val_map,
+                      const Node** src_output = nullptr);
+
+  // ---- removing nodes ---------------------------------------------------
+  // Throws fx::GraphError naming the node and its users if it still has any.
+  void erase_node(Node* n);
+  // Erases every pure node without users, last to first. Returns whether
+  // anything changed.
+  bool eliminate_dead_code();
+
+  // ---- queries ----------------------------------------------------------
+  // The live nodes with this op and target, in creation order. O(1) + k.
+  std::vector<Node*> find_nodes(Op op, Target target) const;
+  // Checks every invariant and throws fx::LintError naming the first node
+  // that breaks one.
+  void lint() const;
+
+  OwningModule* owning_module() const { return owning_module_; }
+  void set_owning_module(OwningModule* m) { owning_module_ = m; }
+
+  // ---- text -------------------------------------------------------------
+  // What torch.fx prints for `print(graph)` (with `[num_users=N]`).
+  std::string to_string() const;
+  // The generated `forward`, exactly as torch.fx's `graph.python_code(root_module).src`.
+  PythonCode python_code(std::string_view root_module = "self") const;
+  // The table of `graph.print_tabular()`: opcode, name, target, args, kwargs.
+  std::string print_tabular() const;
+
+ private:
+  friend class Node;
+  friend class InsertPoint;
+
+  static Node* raw_step(const Node* n, bool reverse) { return reverse ? n->prev_ : n->next_; }
+  Node* allocate_node();
+  void insert_at_insert_point(Node* n);
+  void link_between(Node* n, Node* prev, Node* next);
+  void unlink(Node* n);
+  void assign_order(Node* n);
+  void renumber_from(Node* first_gap, uint64_t lo, uint64_t hi, size_t count);
+  void bucket_add(Node* n);
+  void bucket_remove(Node* n);
+  uint64_t next_mark() const { return ++mark_epoch_; }
+
+  Node* root_;  // sentinel: root_->next_ is the first node, root_->prev_ the last
+  std::deque<Node> storage_;
+  size_t size_ = 0;
+  Node* insert_anchor_;  // new nodes go before (or after) this node
+  bool insert_after_ = false;
+  Node* output_ = nullptr;
+  mutable uint64_t mark_epoch_ = 0;
+  std::unique_ptr<detail::Namespace> names_;
+  struct BucketKey {
+    Op op;
+    const void* target;
+    bool operator==(const BucketKey&) const = default;
+  };
+  struct BucketHash {
+    size_t operator()(const BucketKey& k) const noexcept {
+      return std::hash<const void*>()(k.target) * 31 + static_cast<size_t>(k.op);
+    }
+  };
+  struct Bucket {
+    Node* head = nullptr;
+    Node* tail = nullptr;
+  };
+  std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;
+  OwningModule* owning_module_ = nullptr;
+};
+
+class Graph::NodeList {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Node*;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Node* const*;
+    using reference = Node*;
+    iterator() = default;
+    iterator(Node* cur, const Node* root, bool reverse) : cur_(cur), root_(root), reverse_(reverse) {
+      skip_erased();
+    }
+    Node* operator*() const { return cur_; }
+    iterator& operator++() {
+      cur_ = step(cur_);
+      skip_erased();
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return cur_ == o.cur_; }
+
+   private:
+    Node* step(Node* n) const { return Graph::raw_step(n, reverse_); }
+    void skip_erased() {
+      while (cur_ != root_ && erased(cur_)) cur_ = step(cur_);
+    }
+    static bool erased(const Node* n) { return n->erased(); }
+    Node* cur_ = nullptr;
+    const Node* root_ = nullptr;
+    bool reverse_ = false;
+  };
+
+  NodeList(const Graph* g, bool reverse) : g_(g), reverse_(reverse) {}
+  iterator begin() const;
+  iterator end() const;
+  NodeList reversed() const { return NodeList(g_, !reverse_); }
+  size_t size() const { return g_->size(); }
+  std::vector<Node*> to_vector() const { return {begin(), end()}; }
+
+ private:
+  const Graph* g_;
+  bool reverse_;
+};
+
+inline Graph::NodeList Graph::nodes() const { return NodeList(this, false); }
+
+std::ostream& operator<<(std::ostream& os, const Graph& g);
+std::ostream& operator<<(std::ostream& os, const Node& n);
+
+}  // namespace fx

@@ -1,0 +1,203 @@
+#pragma once
+// fx::Node: one operation in a Graph.
+//
+// Each node has an opcode (`op`) that says what it does:
+//
+// | op            | target                        | args / kwargs                          |
+// |---------------|-------------------------------|----------------------------------------|
+// | placeholder   | the argument's name (`x`)     | args: () or (default value,)           |
+// | get_attr      | attribute path (`layer1.w`)   | unused                                 |
+// | call_function | function (`operator.add`)     | the call's arguments                   |
+// | call_method   | method name (`clamp`)         | args[0] is `self`, then the arguments  |
+// | call_module   | submodule path (`linear`)     | the module's forward arguments         |
+// | output        | `output`                      | args[0] is the returned value          |
+//
+// `name` is the unique name of the value the node produces; it is what the
+// graph printout shows after `%` and what the generated Python code assigns.
+// `users` are the nodes that read this node's value, in the order they
+// started reading it. Assigning args or kwargs keeps `users` of every input
+// up to date.
+//
+// Nodes are created by a Graph and owned by it. An erased node stays valid
+// (marked erased, with its arguments cleared) until its Graph is destroyed,
+// so iterating while erasing is safe.
+
+#include <fx/argument.h>
+#include <fx/meta.h>
+#include <fx/target.h>
+
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fx {
+
+class Graph;
+
+enum class Op : uint8_t { placeholder, get_attr, call_function, call_method, call_module, output };
+
+std::string_view op_name(Op op);
+// Parses an opcode name; throws fx::Error for anything else.
+Op op_from_name(std::string_view name);
+
+class Node {
+ public:
+  // Only a Graph can make nodes (Graph::create_node and friends).
+  class PassKey {
+    friend class Graph;
+    PassKey() = default;
+  };
+  explicit Node(PassKey) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  Op op() const { return op_; }
+  const std::string& name() const { return name_; }
+  Target target() const { return target_; }
+  Graph& graph() const { return *graph_; }
+  bool erased() const { return erased_; }
+
+  const Args& args() const { return args_; }
+  const Kwargs& kwargs() const { return kwargs_; }
+  // The keyword argument `key`, or nullptr.
+  const Argument* kwarg(std::string_view key) const;
+
+  // Replace the arguments; users of old and new inputs are updated.
+  // Throws fx::GraphError if an argument is a node of another graph, an
+  // erased node, this node itself, or a node defined after this one.
+  void set_args(Args args);
+  void set_kwargs(Kwargs kwargs);
+  void update_arg(size_t index, Argument arg);
+  void update_kwarg(std::string_view key, Argument arg);
+
+  // The type annotation, as Python spells it (`torch.Tensor`, `int`).
+  const std::optional<std::string>& type() const { return type_; }
+  void set_type(std::optional<std::string> type) { type_ = std::move(type); }
+
+  Meta& meta() { return meta_; }
+  const Meta& meta() const { return meta_; }
+  // meta["stack_trace"], where the tracer recorded one.
+  std::optional<std::string> stack_trace() const;
+  void set_stack_trace(std::string trace) { meta_.set("stack_trace", std::move(trace)); }
+
+  // The users of this node, in the order they started using it.
+  class UserRange;
+  UserRange users() const;
+  size_t num_users() const { return num_users_; }
+  // The distinct nodes in args then kwargs, in order of first appearance.
+  std::vector<Node*> all_input_nodes() const;
+
+  // Neighbours in the graph's node list; nullptr at either end.
+  Node* next() const;
+  Node* prev() const;
+
+  // Move `x` (a node of the same graph) to just before / just after this node.
+  // Throws fx::GraphError if the move would put a use before its definition
+  // or a node after the output.
+  void prepend(Node* x);
+  void append(Node* x);
+
+  // Rewrites every use of this node to use `replace_with`, in the users for
+  // which `filter` returns true (all when no filter is given). Returns the
+  // users that were changed. With propagate_meta, this node's meta entries
+  // are copied to `replace_with` where it has none.
+  std::vector<Node*> replace_all_uses_with(Node* replace_with,
+                                           const std::function<bool(Node*)>& filter = nullptr,
+                                           bool propagate_meta = false);
+  // Rewrites the uses of `old_input` in this node's args/kwargs to `new_input`.
+  void replace_input_with(Node* old_input, Node* new_input);
+
+  // Placeholders, outputs, side-effecting functions and impure modules are
+  // impure: dead code elimination keeps them.
+  bool is_impure() const;
+
+  // This node as one line of the graph printout, e.g.
+  // `%add : [num_users=1] = call_function[target=operator.add](args = (%x, %y), kwargs = {})`.
+  std::string format_node() const;
+
+  // True when this node comes before `other` in its graph (O(1)).
+  bool is_before(const Node* other) const { return order_ < other->order_; }
+
+ private:
+  friend class Graph;
+  struct Use {
+    Node* def;   // the input node
+    Node* user;  // the node that reads it (this)
+    Use* prev;   // neighbours in def's user list
+    Use* next;
+  };
+
+  void set_inputs(Args args, Kwargs kwargs);
+  void unlink_uses();
+  void link_uses();
+  void check_input(Node* n) const;
+  void check_move(Node* x, Node* new_prev, Node* new_next) const;
+
+  Graph* graph_ = nullptr;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+  uint64_t order_ = 0;  // strictly increasing along the list
+  mutable uint64_t mark_ = 0;  // scratch for linear-time de-duplication
+  Op op_ = Op::placeholder;
+  bool erased_ = false;
+  bool is_root_ = false;
+  std::string name_;
+  Target target_;
+  Args args_;
+  Kwargs kwargs_;
+  std::optional<std::string> type_;
+  std::vector<Use> inputs_;  // one Use per distinct input node
+  Use* users_head_ = nullptr;
+  Use* users_tail_ = nullptr;
+  size_t num_users_ = 0;
+  Meta meta_;
+  Node* bucket_next_ = nullptr;  // next node with the same (op, target)
+  Node* bucket_prev_ = nullptr;
+};
+
+class Node::UserRange {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Node*;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Node* const*;
+    using reference = Node*;
+    iterator() = default;
+    explicit iterator(const Use* u) : u_(u) {}
+    Node* operator*() const { return u_->user; }
+    iterator& operator++() {
+      u_ = u_->next;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return u_ == o.u_; }
+
+   private:
+    const Use* u_ = nullptr;
+  };
+  explicit UserRange(const Use* head, size_t n) : head_(head), n_(n) {}
+  iterator begin() const { return iterator(head_); }
+  iterator end() const { return iterator(nullptr); }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  bool contains(const Node* n) const;
+  std::vector<Node*> to_vector() const { return {begin(), end()}; }
+
+ private:
+  const Use* head_;
+  size_t n_;
+};
+
+inline Node::UserRange Node::users() const { return UserRange(users_head_, num_users_); }
+
+}  // namespace fx

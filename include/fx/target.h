@@ -1,0 +1,68 @@
+#pragma once
+// fx::Target: what a node calls or names, interned.
+//
+// For call_function, a target is the Python-qualified name of the function:
+// `operator.add`, `torch.relu`, `torch.nn.functional.gelu`, `math.sqrt`,
+// `builtins.getattr`, `torch.ops.aten.addmm.default`. For call_method it is
+// the method name, for call_module/get_attr a dotted path, for placeholder
+// the argument name and for output the word `output`.
+//
+// Targets are interned: copying and comparing them is a pointer operation,
+// and the registry behind them knows how each function prints in Python
+// (`x + y` for operator.add, `x.shape` for builtins.getattr) and whether it
+// has side effects.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace fx {
+
+namespace detail {
+struct TargetEntry;
+}
+
+class Target {
+ public:
+  Target();  // the empty target
+  Target(std::string_view name);
+  Target(const char* name) : Target(std::string_view(name)) {}
+  Target(const std::string& name) : Target(std::string_view(name)) {}
+
+  const std::string& str() const;
+  operator std::string_view() const { return str(); }
+
+  // How Python sees this target as a function: `operator.add` is
+  // `_operator`.`add`, `torch.ops.aten.addmm.default` is
+  // `torch.ops.aten`.`addmm.default`, `builtins.len` is `builtins`.`len`.
+  std::string_view python_module() const;
+  std::string_view python_name() const;
+
+  // True for functions with side effects that dead code elimination keeps
+  // (torch._assert, the profiler's record_function ops, and any target
+  // passed to register_side_effect).
+  bool has_side_effects() const;
+
+  const detail::TargetEntry* entry() const { return e_; }
+
+  bool operator==(const Target& o) const { return e_ == o.e_; }
+  bool operator==(std::string_view s) const { return str() == s; }
+  bool operator==(const char* s) const { return str() == s; }
+
+ private:
+  const detail::TargetEntry* e_;
+};
+
+// Marks a call_function target as side-effecting, so that
+// Graph::eliminate_dead_code keeps calls to it.
+void register_side_effect(Target t);
+
+}  // namespace fx
+
+template <>
+struct std::hash<fx::Target> {
+  size_t operator()(const fx::Target& t) const noexcept {
+    return std::hash<const void*>()(t.entry());
+  }
+};

@@ -1,0 +1,248 @@
+// Graph::python_code: the Python `forward` torch.fx generates for a graph,
+// reproduced statement for statement (torch/fx/graph.py, CodeGen._gen_python_code).
+#include <fx/error.h>
+#include <fx/graph.h>
+
+#include <string>
+#include <vector>
+
+#include "../ir/namespace.h"
+#include "../ir/python_names.h"
+#include "../ir/repr.h"
+#include "../ir/target_entry.h"
+
+namespace fx {
+
+namespace {
+
+std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+
+// Names every node and global of one generated function in one namespace,
+// as FX does, so that a node named like a global is renamed in the code.
+class CodeNames final : public detail::NodeNamer {
+ public:
+  CodeNames() {
+    ns_.add_custom_builtins();
+    for (const char* b : {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
+      globals_.emplace_back(b, b);
+  }
+  std::string name_of(const Node* n) const override { return ns_.create_name(n->name(), n); }
+
+  // FX's add_global: torch's own objects keep their qualified name, anything
+  // else gets a sanitized unique name.
+  std::string global(const detail::TargetEntry* e) {
+    if (e->from_torch && e->name != "torch.device") return e->code_name;
+    return record(ns_.create_name(e->code_name, e), e->name);
+  }
+  std::string global_name(std::string_view qualified) {
+    if (detail::is_python_builtin(qualified))
+      return record(ns_.create_name(qualified, detail::Namespace::builtin_identity(qualified)), qualified);
+    return global(Target(qualified).entry());
+  }
+
+  // FX's type_repr for an annotation spelled the way _type_repr prints it.
+  std::string type_repr(std::string_view t) {
+    if (t == "()") return "()";
+    size_t open = t.find('[');
+    if (open == std::string_view::npos || t.back() != ']') return global_name(t);
+    std::string out = global_name(t.substr(0, open)) + "[";
+    std::string_view inner = t.substr(open + 1, t.size() - open - 2);
+    int depth = 0;
+    size_t start = 0;
+    bool first = true;
+    for (size_t i = 0; i <= inner.size(); ++i) {
+      if (i < inner.size() && inner[i] == '[') ++depth;
+      if (i < inner.size() && inner[i] == ']') --depth;
+      if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
+        std::string_view part = inner.substr(start, i - start);
+        while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+        while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+        if (!first) out += ',';
+        out += type_repr(part);
+        first = false;
+        start = i + 1;
+      }
+    }
+    return out + "]";
+  }
+
+  std::vector<std::pair<std::string, std::string>> take_globals() { return std::move(globals_); }
+
+ private:
+  std::string record(std::string name, std::string_view what) {
+    for (const auto& g : globals_)
+      if (g.first == name) return name;
+    globals_.emplace_back(name, std::string(what));
+    return name;
+  }
+  mutable detail::Namespace ns_;
+  std::vector<std::pair<std::string, std::string>> globals_;
+};
+
+// torch.fx.graph._format_target: `self.layer1.0` -> `getattr(self.layer1, "0")`.
+std::string format_target(std::string base, std::string_view target) {
+  size_t start = 0;
+  while (true) {
+    size_t dot = target.find('.', start);
+    std::string_view atom = target.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (detail::is_identifier(atom)) {
+      base += '.';
+      base += atom;
+    } else {
+      base = "getattr(" + base + ", \"" + std::string(atom) + "\")";
+    }
+    if (dot == std::string_view::npos) return base;
+    start = dot + 1;
+  }
+}
+
+// str.format with positional `{}` fields; extra values are ignored, as in Python.
+std::string format_fields(const Node* n, const char* fmt, const std::vector<std::string>& values) {
+  std::string out;
+  size_t next = 0;
+  for (const char* p = fmt; *p; ++p) {
+    if (p[0] == '{' && p[1] == '}') {
+      if (next >= values.size())
+        throw Error("python_code: node " + quoted(n) + " calls " + n->target().str() + " with " +
+                    std::to_string(values.size()) + " argument(s), too few for `" + fmt + "`");
+      out += values[next++];
+      ++p;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PythonCode Graph::python_code(std::string_view root_module) const {
+  CodeNames names;
+  PythonCode result;
+
+  // Last uses: walking backwards, the first use of a value seen is its last.
+  // last_uses[i] lists the values that die at the i-th node.
+  std::vector<Node*> order = nodes().to_vector();
+  std::vector<std::vector<Node*>> last_uses(order.size());
+  uint64_t seen = next_mark();
+  for (size_t i = order.size(); i-- > 0;) {
+    auto note = [&](Node* in) {
+      if (in->mark_ != seen) {
+        in->mark_ = seen;
+        last_uses[i].push_back(in);
+      }
+    };
+    for (const auto& a : order[i]->args_) for_each_node(a, note);
+    for (const auto& kv : order[i]->kwargs_) for_each_node(kv.second, note);
+  }
+
+  auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
+  auto format_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {
+    std::string out;
+    for (size_t i = skip; i < args.size(); ++i) {
+      if (!out.empty()) out += ", ";
+      out += reprs(args[i]);
+    }
+    for (const auto& [k, v] : kwargs) {
+      if (!out.empty()) out += ", ";
+      out += k + " = " + reprs(v);
+    }
+    return out;
+  };
+
+  std::vector<std::string> free_vars;
+  std::vector<std::string> wrapped;
+  std::string return_annotation;
+  std::string body;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
+    std::string type = n->type_ ? " : " + names.type_repr(*n->type_) : "";
+    const std::string& target = n->target_.str();
+    switch (n->op_) {
+      case Op::placeholder: {
+        std::string def = n->args_.empty() ? "" : " = " + reprs(n->args_[0]);
+        free_vars.push_back(target + type + def);
+        std::string raw = target;
+        std::erase(raw, '*');
+        std::string name = names.name_of(n);
+        if (raw != name) body += name + " = " + raw + "\n";
+        continue;  // placeholders free nothing
+      }
+      case Op::call_method:
+        if (n->args_.empty())
+          throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
+        body += names.name_of(n) + type + " = " + format_target(reprs(n->args_[0]), target) + "(" +
+                format_args(n->args_, 1, n->kwargs_) + ")";
+        break;
+      case Op::call_function: {
+        const detail::TargetEntry* e = n->target_.entry();
+        if (e->magic_format || e->inplace_format) {
+          std::vector<std::string> values;
+          for (const auto& a : n->args_) values.push_back(reprs(a));
+          if (e->magic_format) {
+            body += names.name_of(n) + type + " = " + format_fields(n, e->magic_format, values);
+          } else {
+            body += format_fields(n, e->inplace_format, values) + ";  " + names.name_of(n) + type + " = " +
+                    values.at(0);
+          }
+          break;
+        }
+        std::string fn = names.global(e);
+        if (fn == "getattr" && n->args_.size() == 2 && n->args_[1].is<std::string>() &&
+            detail::is_identifier(n->args_[1].get<std::string>())) {
+          body += names.name_of(n) + type + " = " +
+                  format_target(reprs(n->args_[0]), n->args_[1].get<std::string>());
+          break;
+        }
+        body += names.name_of(n) + type + " = " + fn + "(" + format_args(n->args_, 0, n->kwargs_) + ")";
+        if (const bool* w = n->meta_.get<bool>("is_wrapped"); w && *w) {
+          if (std::find(wrapped.begin(), wrapped.end(), fn) == wrapped.end()) wrapped.push_back(fn);
+        }
+        break;
+      }
+      case Op::call_module:
+        body += names.name_of(n) + type + " = " + format_target(std::string(root_module), target) + "(" +
+                format_args(n->args_, 0, n->kwargs_) + ")";
+        break;
+      case Op::get_attr:
+        body += names.name_of(n) + type + " = " + format_target(std::string(root_module), target);
+        break;
+      case Op::output:
+        if (n->type_) return_annotation = " -> " + names.type_repr(*n->type_);
+        if (n->args_.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
+        body += "return " + reprs(n->args_[0]);
+        body += '\n';
+        continue;
+    }
+    if (last_uses[i].empty()) {
+      body += '\n';
+    } else {
+      body += ";  ";
+      for (Node* dead : last_uses[i]) body += names.name_of(dead) + " = ";
+      body += "None\n";
+    }
+  }
+  if (body.empty()) body = "pass\n";
+
+  std::string wrap_stmts;
+  if (!wrapped.empty()) {
+    std::string wrap = names.global(Target("torch.fx._symbolic_trace.wrap").entry());
+    for (size_t i = 0; i < wrapped.size(); ++i) wrap_stmts += (i ? "\n" : "") + wrap + "(\"" + wrapped[i] + "\")";
+  }
+  if (free_vars.empty() || free_vars[0] != "self") free_vars.insert(free_vars.begin(), "self");
+  std::string prologue = "def forward(";
+  for (size_t i = 0; i < free_vars.size(); ++i) prologue += (i ? ", " : "") + free_vars[i];
+  prologue += ")" + return_annotation + ":";
+
+  std::string code = "    ";
+  code.reserve(body.size() + body.size() / 8);
+  for (char c : body) {
+    code += c;
+    if (c == '\n') code += "    ";
+  }
+  result.globals = names.take_globals();
+  result.src = "\n" + wrap_stmts + "\n\n" + prologue + "\n" + code;
+  return result;
+}
+
+}  // namespace fx

@@ -1,0 +1,309 @@
+#include <fx/error.h>
+#include <fx/graph.h>
+
+#include <limits>
+#include <ostream>
+
+#include "namespace.h"
+#include "target_entry.h"
+
+namespace fx {
+
+namespace {
+constexpr uint64_t kMaxOrder = std::numeric_limits<uint64_t>::max();
+// Gap left between appended nodes, so that insertions in the middle rarely
+// need to renumber their neighbours.
+constexpr uint64_t kSpacing = uint64_t{1} << 32;
+
+std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+}  // namespace
+
+// ---- insert points ---------------------------------------------------------
+
+InsertPoint::InsertPoint(Graph* g, Node* anchor, bool after)
+    : graph_(g), saved_anchor_(g->insert_anchor_), saved_after_(g->insert_after_) {
+  g->insert_anchor_ = anchor;
+  g->insert_after_ = after;
+}
+
+InsertPoint::InsertPoint(InsertPoint&& o) noexcept
+    : graph_(o.graph_), saved_anchor_(o.saved_anchor_), saved_after_(o.saved_after_) {
+  o.graph_ = nullptr;
+}
+
+InsertPoint::~InsertPoint() {
+  if (graph_) {
+    graph_->insert_anchor_ = saved_anchor_;
+    graph_->insert_after_ = saved_after_;
+  }
+}
+
+InsertPoint Graph::inserting_before(Node* n) {
+  if (n == nullptr) return InsertPoint(this, root_, true);
+  if (&n->graph() != this || n->erased())
+    throw GraphError("inserting_before: node " + quoted(n) + " is not a live node of this graph");
+  return InsertPoint(this, n, false);
+}
+
+InsertPoint Graph::inserting_after(Node* n) {
+  if (n == nullptr) return InsertPoint(this, root_, false);
+  if (&n->graph() != this || n->erased())
+    throw GraphError("inserting_after: node " + quoted(n) + " is not a live node of this graph");
+  return InsertPoint(this, n, true);
+}
+
+// ---- construction ----------------------------------------------------------
+
+Graph::Graph() : names_(std::make_unique<detail::Namespace>()) {
+  root_ = &storage_.emplace_back(Node::PassKey());
+  root_->graph_ = this;
+  root_->is_root_ = true;
+  root_->prev_ = root_->next_ = root_;
+  insert_anchor_ = root_;
+}
+
+Graph::~Graph() = default;
+
+Graph::NodeList::iterator Graph::NodeList::begin() const {
+  return iterator(raw_step(g_->root_, reverse_), g_->root_, reverse_);
+}
+Graph::NodeList::iterator Graph::NodeList::end() const { return iterator(g_->root_, g_->root_, reverse_); }
+
+Node* Graph::allocate_node() {
+  Node* n = &storage_.emplace_back(Node::PassKey());
+  n->graph_ = this;
+  return n;
+}
+
+void Graph::link_between(Node* n, Node* prev, Node* next) {
+  n->prev_ = prev;
+  n->next_ = next;
+  prev->next_ = n;
+  next->prev_ = n;
+  assign_order(n);
+}
+
+void Graph::unlink(Node* n) {
+  n->prev_->next_ = n->next_;
+  n->next_->prev_ = n->prev_;
+  // n keeps its own links so that an iterator standing on it can move on.
+}
+
+// Order keys make "is a before b" O(1). A new node takes the middle of the
+// gap between its neighbours; when there is none, the smallest run of
+// following nodes whose key range is roomy enough is spread out again.
+void Graph::assign_order(Node* n) {
+  uint64_t lo = n->prev_ == root_ ? 0 : n->prev_->order_;
+  Node* next = n->next_;
+  if (next == root_) {
+    uint64_t room = kMaxOrder - lo;
+    if (room >= 2) {
+      n->order_ = lo + (room >= 2 * kSpacing ? kSpacing : room / 2);
+      return;
+    }
+  } else if (next->order_ - lo >= 2) {
+    n->order_ = lo + (next->order_ - lo) / 2;
+    return;
+  }
+  size_t count = 1;
+  Node* end = next;
+  while (true) {
+    uint64_t hi = end == root_ ? kMaxOrder : end->order_;
+    uint64_t gap = (hi - lo) / (count + 1);
+    if (end == root_ && gap > kSpacing) gap = kSpacing;
+    if (gap > count || (end == root_ && gap >= 2)) {
+      Node* cur = n;
+      for (size_t i = 1; i <= count; ++i, cur = cur->next_) cur->order_ = lo + gap * i;
+      return;
+    }
+    if (end == root_) break;
+    end = end->next_;
+    ++count;
+  }
+  // The key space is exhausted: renumber the whole list evenly.
+  uint64_t gap = kMaxOrder / (size_ + 3);
+  if (gap > kSpacing) gap = kSpacing;
+  uint64_t k = 0;
+  for (Node* cur = root_->next_; cur != root_; cur = cur->next_) cur->order_ = (k += gap);
+}
+
+void Graph::bucket_add(Node* n) {
+  Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
+  n->bucket_prev_ = b.tail;
+  n->bucket_next_ = nullptr;
+  (b.tail ? b.tail->bucket_next_ : b.head) = n;
+  b.tail = n;
+}
+
+void Graph::bucket_remove(Node* n) {
+  Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
+  (n->bucket_prev_ ? n->bucket_prev_->bucket_next_ : b.head) = n->bucket_next_;
+  (n->bucket_next_ ? n->bucket_next_->bucket_prev_ : b.tail) = n->bucket_prev_;
+  n->bucket_prev_ = n->bucket_next_ = nullptr;
+}
+
+Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
+                         std::optional<std::string> type) {
+  const std::string& t = target.str();
+  if (t.empty())
+    throw GraphError(std::string("cannot create a ") + std::string(op_name(op)) +
+                     " node with an empty target");
+  if (op == Op::output && output_)
+    throw GraphError("the graph already has an output node " + quoted(output_) +
+                     "; a graph has one output: change its args (Node::set_args) or erase it first");
+  if (insert_anchor_->erased_)
+    throw GraphError("the insert point " + quoted(insert_anchor_) + " was erased; set a new one");
+
+  Node* prev = insert_after_ ? insert_anchor_ : insert_anchor_->prev_;
+  Node* next = insert_after_ ? insert_anchor_->next_ : insert_anchor_;
+  if (op == Op::output && next != root_)
+    throw GraphError("the output node must be the last node: it cannot be inserted before " + quoted(next));
+  if (op != Op::output && output_ && prev == output_)
+    throw GraphError(std::string("cannot insert a ") + std::string(op_name(op)) + " node (target " + t +
+                     ") after the output node " + quoted(output_) +
+                     "; insert it before the output (Graph::inserting_before)");
+
+  Node* n = allocate_node();
+  n->op_ = op;
+  n->target_ = target;
+  link_between(n, prev, next);
+  n->name_ = "<new " + std::string(op_name(op)) + " node>";  // named in errors until it has a name
+  try {
+    for (const auto& a : args) for_each_node(a, [&](Node* in) { n->check_input(in); });
+    for (const auto& kv : kwargs) for_each_node(kv.second, [&](Node* in) { n->check_input(in); });
+    n->name_ = names_->create_name(name ? std::string_view(*name)
+                                        : std::string_view(op == Op::call_function
+                                                               ? target.entry()->name_hint
+                                                               : target.entry()->str_hint),
+                                   nullptr);
+  } catch (...) {
+    unlink(n);
+    n->erased_ = true;
+    throw;
+  }
+  n->args_ = std::move(args);
+  n->kwargs_ = std::move(kwargs);
+  n->link_uses();
+  n->type_ = std::move(type);
+  bucket_add(n);
+  ++size_;
+  if (op == Op::output) output_ = n;
+  return n;
+}
+
+Node* Graph::placeholder(std::string_view name, std::optional<Argument> default_value,
+                         std::optional<std::string> type) {
+  Args args;
+  if (default_value) args.push_back(std::move(*default_value));
+  return create_node(Op::placeholder, Target(name), std::move(args), {}, std::nullopt, std::move(type));
+}
+
+Node* Graph::get_attr(std::string_view qualified_name, std::optional<std::string> type) {
+  return create_node(Op::get_attr, Target(qualified_name), {}, {}, std::nullopt, std::move(type));
+}
+
+Node* Graph::call_function(Target fn, Args args, Kwargs kwargs, std::optional<std::string> type) {
+  return create_node(Op::call_function, fn, std::move(args), std::move(kwargs), std::nullopt, std::move(type));
+}
+
+Node* Graph::call_method(std::string_view method, Args args, Kwargs kwargs, std::optional<std::string> type) {
+  return create_node(Op::call_method, Target(method), std::move(args), std::move(kwargs), std::nullopt,
+                     std::move(type));
+}
+
+Node* Graph::call_module(std::string_view module_path, Args args, Kwargs kwargs,
+                         std::optional<std::string> type) {
+  return create_node(Op::call_module, Target(module_path), std::move(args), std::move(kwargs), std::nullopt,
+                     std::move(type));
+}
+
+Node* Graph::output(Argument result, std::optional<std::string> type) {
+  return create_node(Op::output, Target("output"), {std::move(result)}, {}, std::nullopt, std::move(type));
+}
+
+Node* Graph::node_copy(const Node& node, const std::function<Argument(Node*)>& arg_transform) {
+  Args args;
+  args.reserve(node.args().size());
+  for (const auto& a : node.args()) args.push_back(map_arg(a, arg_transform));
+  Kwargs kwargs;
+  kwargs.reserve(node.kwargs().size());
+  for (const auto& [k, v] : node.kwargs()) kwargs.emplace_back(k, map_arg(v, arg_transform));
+  Node* n = create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name(), node.type());
+  n->meta_ = node.meta_;
+  return n;
+}
+
+Argument Graph::graph_copy(const Graph& src, std::unordered_map<const Node*, Node*>& val_map,
+                           const Node** src_output) {
+  if (&src == this) throw GraphError("graph_copy: a graph cannot be copied into itself");
+  auto lookup = [&](const Node* user) {
+    return [&val_map, user](Node* n) -> Argument {
+      auto it = val_map.find(n);
+      if (it == val_map.end())
+        throw GraphError("graph_copy: node " + quoted(user) + " uses " + quoted(n) +
+                         ", which has no copy in the value map");
+      return it->second;
+    };
+  };
+  for (Node* n : src.nodes()) {
+    if (val_map.count(n)) continue;
+    if (n->op() == Op::output) {
+      if (src_output) *src_output = n;
+      return n->args().empty() ? Argument() : map_arg(n->args()[0], lookup(n));
+    }
+    val_map[n] = node_copy(*n, lookup(n));
+  }
+  return None;
+}
+
+// ---- removal -----------------------------------------------------------------
+
+void Graph::erase_node(Node* n) {
+  if (n == nullptr || n->graph_ != this || n->is_root_)
+    throw GraphError("erase_node: the node is not a node of this graph");
+  if (n->erased_) throw GraphError("erase_node: node " + quoted(n) + " was already erased");
+  if (n->num_users_ > 0) {
+    std::string users;
+    for (Node* u : n->users()) users += (users.empty() ? "" : ", ") + quoted(u);
+    throw GraphError("cannot erase node " + quoted(n) + ": it still has " + std::to_string(n->num_users_) +
+                     " user(s) (" + users + "); replace its uses first (Node::replace_all_uses_with)");
+  }
+  n->unlink_uses();
+  // As in FX, the erased node keeps the shape of its arguments with None for nodes.
+  for (auto& a : n->args_) a = map_arg(a, [](Node*) { return Argument(); });
+  for (auto& kv : n->kwargs_) kv.second = map_arg(kv.second, [](Node*) { return Argument(); });
+  unlink(n);
+  bucket_remove(n);
+  n->erased_ = true;
+  --size_;
+  if (output_ == n) output_ = nullptr;
+  if (insert_anchor_ == n) {
+    // Keep inserting where the node was.
+    insert_anchor_ = insert_after_ ? n->prev_ : n->next_;
+  }
+}
+
+bool Graph::eliminate_dead_code() {
+  lint();
+  bool changed = false;
+  for (Node* n : nodes().reversed()) {
+    if (n->num_users_ == 0 && !n->is_impure()) {
+      erase_node(n);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+std::vector<Node*> Graph::find_nodes(Op op, Target target) const {
+  std::vector<Node*> out;
+  auto it = buckets_.find(BucketKey{op, target.entry()});
+  if (it == buckets_.end()) return out;
+  for (Node* n = it->second.head; n; n = n->bucket_next_) out.push_back(n);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const Graph& g) { return os << g.to_string(); }
+std::ostream& operator<<(std::ostream& os, const Node& n) { return os << n.format_node(); }
+
+}  // namespace fx

@@ -1,0 +1,107 @@
+// Graph::lint: every invariant of the IR, checked in one linear pass.
+#include <fx/error.h>
+#include <fx/graph.h>
+
+#include <string>
+#include <unordered_set>
+
+namespace fx {
+
+namespace {
+std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+
+[[noreturn]] void fail(const Node* n, const std::string& what) {
+  throw LintError("lint: node " + quoted(n) + ": " + what);
+}
+
+bool well_formed_path(std::string_view path) {
+  if (path.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    if (dot == start) return false;  // empty atom
+    if (dot == std::string_view::npos) return start < path.size();
+    start = dot + 1;
+  }
+}
+}  // namespace
+
+void Graph::lint() const {
+  std::unordered_set<std::string_view> names;
+  uint64_t seen = next_mark();  // nodes already defined carry this mark
+  size_t count = 0;
+  const Node* prev = root_;
+  for (Node* n = root_->next_; n != root_; prev = n, n = n->next_) {
+    ++count;
+    if (n->prev_ != prev) fail(n, "the node list is broken (prev link)");
+    if (n->graph_ != this) fail(n, "does not belong to this graph");
+    if (n->erased_) fail(n, "is erased but still in the node list");
+    if (prev != root_ && !(prev->order_ < n->order_)) fail(n, "order keys are not increasing");
+    if (!names.insert(n->name_).second) fail(n, "its name is used by another node");
+    if (output_ && n != output_ && output_->order_ < n->order_) fail(n, "comes after the output node");
+    if (n->op_ == Op::output && n != output_) fail(n, "is a second output node");
+
+    // Inputs: defined earlier in this graph, and each one lists n as a user.
+    uint64_t mine = next_mark();
+    size_t distinct = 0;
+    auto check_arg = [&](Node* in) {
+      if (in->graph_ != this)
+        fail(n, "argument " + quoted(in) + " belongs to another graph; copy nodes with node_copy's arg_transform");
+      if (in->erased_) fail(n, "argument " + quoted(in) + " is an erased node");
+      if (in->mark_ != seen && in->mark_ != mine)
+        fail(n, "argument " + quoted(in) + " is used before it is defined; the graph must be topologically ordered");
+      if (in->mark_ == seen) {
+        in->mark_ = mine;
+        ++distinct;
+      }
+    };
+    for (const auto& a : n->args_) for_each_node(a, check_arg);
+    for (const auto& kv : n->kwargs_) for_each_node(kv.second, check_arg);
+    if (distinct != n->inputs_.size()) fail(n, "its input list disagrees with its args/kwargs");
+    for (const auto& u : n->inputs_) {
+      if (u.user != n || u.def->mark_ != mine) fail(n, "its input list disagrees with its args/kwargs");
+      u.def->mark_ = seen;
+    }
+    // Users: each user's input list holds the use record that points here.
+    size_t users = 0;
+    for (const Node::Use* u = n->users_head_; u; u = u->next, ++users) {
+      const auto& in = u->user->inputs_;
+      if (u->def != n || in.empty() || u < in.data() || u >= in.data() + in.size())
+        fail(n, "its user list disagrees with the arguments of " + quoted(u->user));
+    }
+    if (users != n->num_users_) fail(n, "its user count is wrong");
+
+    // Targets.
+    const std::string& t = n->target_.str();
+    switch (n->op_) {
+      case Op::get_attr:
+      case Op::call_module:
+        if (!well_formed_path(t)) fail(n, "target '" + t + "' is not a dotted attribute path");
+        if (owning_module_) {
+          bool ok = n->op_ == Op::get_attr ? owning_module_->has_attribute(t) : owning_module_->has_submodule(t);
+          if (!ok)
+            fail(n, std::string("target '") + t + "' does not exist in the owning module" +
+                        (n->op_ == Op::call_module ? " (no such submodule)" : ""));
+        }
+        break;
+      case Op::call_method:
+        if (!well_formed_path(t)) fail(n, "method name '" + t + "' is not well formed");
+        if (n->args_.empty()) fail(n, "a call_method node needs its self value as args[0]");
+        break;
+      case Op::placeholder:
+        if (!n->kwargs_.empty() || n->args_.size() > 1) fail(n, "a placeholder takes at most one default value");
+        break;
+      case Op::output:
+        if (n->args_.size() != 1) fail(n, "the output node takes exactly one argument, the returned value");
+        break;
+      case Op::call_function: break;
+    }
+    n->mark_ = seen;
+  }
+  if (count != size_) throw LintError("lint: the graph counts " + std::to_string(size_) + " nodes but lists " +
+                                      std::to_string(count));
+  if (!output_) throw LintError("lint: the graph has no output node; add one with Graph::output");
+  if (output_->next_ != root_) fail(output_, "the output node is not the last node");
+}
+
+}  // namespace fx

@@ -1,0 +1,108 @@
+#include "namespace.h"
+
+#include <fx/error.h>
+#include <fx/target.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include "python_names.h"
+
+namespace fx::detail {
+
+namespace {
+
+struct CustomBuiltin {
+  std::string_view name;
+  std::string_view target;  // what the name stands for
+};
+// torch.fx.graph._custom_builtins, in registration order.
+constexpr std::array<CustomBuiltin, 7> kCustomBuiltins = {{{"inf", "math.inf"},
+                                                          {"nan", "math.nan"},
+                                                          {"NoneType", "builtins.NoneType"},
+                                                          {"torch", "torch"},
+                                                          {"device", "torch.device"},
+                                                          {"fx_pytree", "torch.fx._pytree"},
+                                                          {"pytree", "torch.utils._pytree"}}};
+
+std::string sanitize(std::string_view candidate) {
+  std::string out;
+  out.reserve(candidate.size() + 1);
+  bool in_bad_run = false;
+  for (char ch : candidate) {
+    auto c = static_cast<unsigned char>(ch);
+    bool ok = c < 0x80 && (std::isalnum(c) || c == '_');
+    if (ok) {
+      out.push_back(ch);
+      in_bad_run = false;
+    } else if (!in_bad_run) {
+      out.push_back('_');
+      in_bad_run = true;
+    }
+  }
+  if (!out.empty() && std::isdigit(static_cast<unsigned char>(out[0]))) out.insert(out.begin(), '_');
+  return out;
+}
+
+}  // namespace
+
+const void* Namespace::builtin_identity(std::string_view name) {
+  return Target(std::string("builtins.") + std::string(name)).entry();
+}
+
+void Namespace::add_custom_builtins() {
+  for (const auto& b : kCustomBuiltins) create_name(b.name, Target(b.target).entry());
+}
+
+bool Namespace::is_illegal(std::string_view name, const void* obj) const {
+  if (is_python_keyword(name)) return true;
+  if (is_python_builtin(name)) return obj == nullptr || obj != builtin_identity(name);
+  for (const auto& b : kCustomBuiltins)
+    if (b.name == name) return obj == nullptr || obj != Target(b.target).entry();
+  return false;
+}
+
+bool Namespace::taken(const std::string& name, const void* obj) const {
+  return used_.count(name) != 0 || is_illegal(name, obj);
+}
+
+std::string Namespace::create_name(std::string_view raw, const void* obj) {
+  if (obj != nullptr) {
+    auto it = names_of_.find(obj);
+    if (it != names_of_.end()) return it->second;
+  }
+  std::string candidate = sanitize(raw);
+  if (candidate.empty())
+    throw GraphError("invalid node name '" + std::string(raw) + "': a name must not be empty");
+
+  // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$; the number is
+  // re-printed, so `x_007` becomes `x_7` as in Python.
+  std::string base = candidate;
+  uint64_t num = 0;
+  size_t us = candidate.rfind('_');
+  if (us != std::string::npos && us + 1 < candidate.size() && candidate.size() - us - 1 <= 18 &&
+      std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+    std::from_chars(candidate.data() + us + 1, candidate.data() + candidate.size(), num);
+    base = candidate.substr(0, us);
+    candidate = base + "_" + std::to_string(num);
+  }
+
+  if (taken(candidate, obj)) {
+    uint64_t& hint = next_suffix_[base];
+    if (hint == 0) hint = 1;
+    uint64_t k = std::max(num + 1, hint);
+    bool contiguous = num + 1 <= hint;
+    std::string name = base + "_" + std::to_string(k);
+    while (taken(name, obj)) name = base + "_" + std::to_string(++k);
+    if (contiguous) hint = k + 1;
+    candidate = std::move(name);
+  }
+  used_.insert(candidate);
+  if (obj != nullptr) names_of_.emplace(obj, candidate);
+  return candidate;
+}
+
+}  // namespace fx::detail

@@ -1,0 +1,39 @@
+#pragma once
+// torch.fx's _Namespace: unique, legal Python names, one per object.
+//
+// The rules are FX's (sanitize, split a `_N` suffix, count up until the name
+// is free and shadows no keyword or builtin); the search starts at a
+// remembered suffix per base name, so naming n nodes `add` is O(n) instead of
+// FX's O(n^2), with identical results.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace fx::detail {
+
+class Namespace {
+ public:
+  // Registers torch.fx's custom builtins (inf, nan, NoneType, torch, device,
+  // fx_pytree, pytree) as taken, as FX's codegen does before naming anything.
+  void add_custom_builtins();
+
+  // A unique name built from `candidate`, associated with `obj` (when not
+  // null: asking again for the same obj returns the same name).
+  std::string create_name(std::string_view candidate, const void* obj);
+
+  // The identity under which a Python builtin (`getattr`, `int`) is known.
+  static const void* builtin_identity(std::string_view name);
+
+ private:
+  bool taken(const std::string& name, const void* obj) const;
+  bool is_illegal(std::string_view name, const void* obj) const;
+
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, uint64_t> next_suffix_;  // base -> k: base_1..base_{k-1} taken
+  std::unordered_map<const void*, std::string> names_of_;
+};
+
+}  // namespace fx::detail

@@ -1,0 +1,274 @@
+#include <fx/error.h>
+#include <fx/graph.h>
+#include <fx/node.h>
+
+#include <array>
+#include <string>
+
+#include "repr.h"
+#include "target_entry.h"
+
+namespace fx {
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kOpNames = {"placeholder", "get_attr",    "call_function",
+                                                      "call_method", "call_module", "output"};
+
+// Visits the nodes of an argument without std::function overhead (hot path).
+template <class F>
+void visit_nodes(const Argument& a, F&& fn) {
+  const auto& s = a.storage();
+  if (const auto* n = std::get_if<Node*>(&s)) {
+    fn(*n);
+  } else if (const auto* t = std::get_if<Tuple>(&s)) {
+    for (const auto& x : t->items) visit_nodes(x, fn);
+  } else if (const auto* l = std::get_if<List>(&s)) {
+    for (const auto& x : l->items) visit_nodes(x, fn);
+  } else if (const auto* d = std::get_if<Dict>(&s)) {
+    for (const auto& kv : d->items) visit_nodes(kv.second, fn);
+  } else if (const auto* sl = std::get_if<Slice>(&s)) {
+    for (const auto& x : sl->parts) visit_nodes(x, fn);
+  }
+}
+
+template <class F>
+void visit_nodes(const Args& args, const Kwargs& kwargs, F&& fn) {
+  for (const auto& a : args) visit_nodes(a, fn);
+  for (const auto& kv : kwargs) visit_nodes(kv.second, fn);
+}
+
+std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+
+}  // namespace
+
+std::string_view op_name(Op op) { return kOpNames.at(static_cast<size_t>(op)); }
+
+Op op_from_name(std::string_view name) {
+  for (size_t i = 0; i < kOpNames.size(); ++i)
+    if (kOpNames[i] == name) return static_cast<Op>(i);
+  throw Error("unknown opcode '" + std::string(name) +
+              "': expected placeholder, get_attr, call_function, call_method, call_module or output");
+}
+
+const Argument* Node::kwarg(std::string_view key) const {
+  for (const auto& [k, v] : kwargs_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::optional<std::string> Node::stack_trace() const {
+  if (const auto* s = meta_.get<std::string>("stack_trace")) return *s;
+  return std::nullopt;
+}
+
+bool Node::UserRange::contains(const Node* n) const {
+  for (const Use* u = head_; u; u = u->next)
+    if (u->user == n) return true;
+  return false;
+}
+
+Node* Node::next() const { return next_->is_root_ ? nullptr : next_; }
+Node* Node::prev() const { return prev_->is_root_ ? nullptr : prev_; }
+
+std::vector<Node*> Node::all_input_nodes() const {
+  std::vector<Node*> out;
+  out.reserve(inputs_.size());
+  for (const auto& u : inputs_) out.push_back(u.def);
+  return out;
+}
+
+void Node::check_input(Node* n) const {
+  if (n->graph_ != graph_)
+    throw GraphError("node " + quoted(n) + " belongs to another graph but was used as an argument of " +
+                     quoted(this) +
+                     "; copy it into this graph first (Graph::node_copy or graph_copy with a value map)");
+  if (n->erased_)
+    throw GraphError("node " + quoted(n) + " was erased but is used as an argument of " + quoted(this));
+  if (n == this)
+    throw GraphError("node " + quoted(this) + " cannot use itself as an argument: that is a cycle");
+  if (!n->is_before(this))
+    throw GraphError("node " + quoted(n) + " is used by " + quoted(this) +
+                     " but comes after it: a use before the definition (or a cycle). Move " +
+                     quoted(n) + " before " + quoted(this) + " first (Node::prepend/append)");
+}
+
+void Node::unlink_uses() {
+  for (auto& u : inputs_) {
+    Node* def = u.def;
+    (u.prev ? u.prev->next : def->users_head_) = u.next;
+    (u.next ? u.next->prev : def->users_tail_) = u.prev;
+    --def->num_users_;
+  }
+  inputs_.clear();
+}
+
+void Node::link_uses() {
+  uint64_t epoch = graph_->next_mark();
+  visit_nodes(args_, kwargs_, [&](Node* n) {
+    if (n->mark_ != epoch) {
+      n->mark_ = epoch;
+      inputs_.push_back(Use{n, this, nullptr, nullptr});
+    }
+  });
+  // Link only once the vector has stopped growing: the lists hold pointers into it.
+  for (auto& u : inputs_) {
+    Node* def = u.def;
+    u.prev = def->users_tail_;
+    (def->users_tail_ ? def->users_tail_->next : def->users_head_) = &u;
+    def->users_tail_ = &u;
+    ++def->num_users_;
+  }
+}
+
+void Node::set_inputs(Args args, Kwargs kwargs) {
+  if (erased_) throw GraphError("node " + quoted(this) + " was erased; its arguments cannot be set");
+  visit_nodes(args, kwargs, [&](Node* n) { check_input(n); });
+  unlink_uses();
+  args_ = std::move(args);
+  kwargs_ = std::move(kwargs);
+  link_uses();
+}
+
+void Node::set_args(Args args) { set_inputs(std::move(args), kwargs_); }
+void Node::set_kwargs(Kwargs kwargs) { set_inputs(args_, std::move(kwargs)); }
+
+void Node::update_arg(size_t index, Argument arg) {
+  if (index >= args_.size())
+    throw GraphError("update_arg: node " + quoted(this) + " has " + std::to_string(args_.size()) +
+                     " positional arguments, index " + std::to_string(index) + " is out of range");
+  Args args = args_;
+  args[index] = std::move(arg);
+  set_args(std::move(args));
+}
+
+void Node::update_kwarg(std::string_view key, Argument arg) {
+  Kwargs kwargs = kwargs_;
+  bool found = false;
+  for (auto& [k, v] : kwargs)
+    if (k == key) {
+      v = std::move(arg);
+      found = true;
+    }
+  if (!found) kwargs.emplace_back(std::string(key), std::move(arg));
+  set_kwargs(std::move(kwargs));
+}
+
+void Node::check_move(Node* x, Node* new_prev, Node* new_next) const {
+  if (x->graph_ != graph_)
+    throw GraphError("cannot move node " + quoted(x) + " next to " + quoted(this) +
+                     ": they belong to different graphs");
+  if (x->erased_ || erased_)
+    throw GraphError("cannot move node " + quoted(x) + " next to " + quoted(this) + ": a node is erased");
+  Node* out = graph_->output_;
+  if (x == out && !new_next->is_root_)
+    throw GraphError("cannot move the output node " + quoted(x) + " before " + quoted(new_next) +
+                     ": the output must stay the last node");
+  if (out && x != out && new_prev == out)
+    throw GraphError("cannot move node " + quoted(x) + " after the output node " + quoted(out));
+  for (const auto& u : x->inputs_) {
+    if (new_next->is_root_ || u.def->is_before(new_next)) continue;
+    throw GraphError("cannot move node " + quoted(x) + " before its input " + quoted(u.def));
+  }
+  for (const Use* u = x->users_head_; u; u = u->next) {
+    if (!new_next->is_root_ && (u->user == new_next || new_next->is_before(u->user))) continue;
+    throw GraphError("cannot move node " + quoted(x) + " after its user " + quoted(u->user));
+  }
+}
+
+void Node::prepend(Node* x) {
+  if (x == this || x == prev_) return;
+  check_move(x, prev_, this);
+  graph_->unlink(x);
+  graph_->link_between(x, prev_, this);
+}
+
+void Node::append(Node* x) {
+  if (x == this || x == next_) return;
+  check_move(x, this, next_);
+  graph_->unlink(x);
+  graph_->link_between(x, this, next_);
+}
+
+std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::function<bool(Node*)>& filter,
+                                               bool propagate_meta) {
+  if (replace_with == nullptr) throw GraphError("replace_all_uses_with: the replacement of " + quoted(this) + " is null");
+  std::vector<Node*> chosen;
+  for (Node* user : users())
+    if (!filter || filter(user)) chosen.push_back(user);
+  if (replace_with != this)
+    for (Node* user : chosen) user->check_input(replace_with);  // all or nothing
+  if (propagate_meta)
+    for (const auto& [k, v] : meta_)
+      if (!replace_with->meta_.contains(k)) replace_with->meta_.set(k, v);
+  if (replace_with == this) return chosen;
+  for (Node* user : chosen) user->replace_input_with(this, replace_with);
+  return chosen;
+}
+
+void Node::replace_input_with(Node* old_input, Node* new_input) {
+  auto swap = [&](Node* n) -> Argument { return n == old_input ? new_input : n; };
+  Args args;
+  args.reserve(args_.size());
+  for (const auto& a : args_) args.push_back(map_arg(a, swap));
+  Kwargs kwargs;
+  kwargs.reserve(kwargs_.size());
+  for (const auto& [k, v] : kwargs_) kwargs.emplace_back(k, map_arg(v, swap));
+  set_inputs(std::move(args), std::move(kwargs));
+}
+
+bool Node::is_impure() const {
+  switch (op_) {
+    case Op::placeholder:
+    case Op::output: return true;
+    case Op::call_function: return target_.has_side_effects();
+    case Op::call_module:
+      return graph_->owning_module() && graph_->owning_module()->is_impure_module(target_.str());
+    default: return false;
+  }
+}
+
+std::string Node::format_node() const {
+  std::string out;
+  auto head = [&] {
+    out += '%';
+    out += name_;
+    out += " : ";
+    if (type_ && !type_->empty()) {
+      out += *type_;
+      out += ' ';
+    }
+    out += "[num_users=";
+    out += std::to_string(num_users_);
+    out += "] = ";
+    out += op_name(op_);
+    out += "[target=";
+    out += target_.str();
+    out += ']';
+  };
+  switch (op_) {
+    case Op::placeholder:
+      head();
+      if (!args_.empty()) {
+        out += "(default=";
+        out += detail::str(args_[0], detail::plain_names());
+        out += ')';
+      }
+      return out;
+    case Op::get_attr: head(); return out;
+    case Op::output:
+      out = "return ";
+      out += args_.empty() ? "None" : detail::str(args_[0], detail::plain_names());
+      return out;
+    default:
+      head();
+      out += "(args = ";
+      detail::append_format_args(out, args_);
+      out += ", kwargs = ";
+      detail::append_format_kwargs(out, kwargs_);
+      out += ')';
+      return out;
+  }
+}
+
+}  // namespace fx

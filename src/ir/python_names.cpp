@@ -1,0 +1,77 @@
+#include "python_names.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace fx::detail {
+
+namespace {
+// keyword.kwlist of Python 3.11.
+constexpr std::array<std::string_view, 35> kKeywords = {
+    "False", "None",   "True",    "and",      "as",       "assert", "async",  "await", "break",
+    "class", "continue", "def",   "del",      "elif",     "else",   "except", "finally", "for",
+    "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",   "raise",   "return",   "try",      "while",  "with",   "yield"};
+
+// sorted(builtins.__dict__) of Python 3.11 as torch.fx 1.13 sees it (site's
+// exit/quit/help/... included), generated with /usr/bin/python3.
+constexpr std::array<std::string_view, 157> kBuiltins = {
+    "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+    "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+    "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+    "DeprecationWarning", "EOFError", "Ellipsis", "EncodingWarning", "EnvironmentError", "Exception",
+    "ExceptionGroup", "False", "FileExistsError", "FileNotFoundError", "FloatingPointError",
+    "FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning", "IndentationError",
+    "IndexError", "InterruptedError", "IsADirectoryError", "KeyError", "KeyboardInterrupt",
+    "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "None", "NotADirectoryError",
+    "NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning",
+    "PermissionError", "ProcessLookupError", "RecursionError", "ReferenceError", "ResourceWarning",
+    "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError",
+    "SyntaxWarning", "SystemError", "SystemExit", "TabError", "TimeoutError", "True", "TypeError",
+    "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+    "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError", "Warning",
+    "ZeroDivisionError", "__build_class__", "__debug__", "__doc__", "__import__", "__loader__",
+    "__name__", "__package__", "__spec__", "abs", "aiter", "all", "anext", "any", "ascii", "bin",
+    "bool", "breakpoint", "bytearray", "bytes", "callable", "chr", "classmethod", "compile",
+    "complex", "copyright", "credits", "delattr", "dict", "dir", "divmod", "enumerate", "eval",
+    "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr",
+    "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len",
+    "license", "list", "locals", "map", "max", "memoryview", "min", "next", "object", "oct",
+    "open", "ord", "pow", "print", "property", "quit", "range", "repr", "reversed", "round", "set",
+    "setattr", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "vars",
+    "zip"};
+
+template <size_t N>
+bool sorted_contains(const std::array<std::string_view, N>& a, std::string_view s) {
+  return std::binary_search(a.begin(), a.end(), s);
+}
+}  // namespace
+
+bool is_python_keyword(std::string_view s) { return sorted_contains(kKeywords, s); }
+bool is_python_builtin(std::string_view s) { return sorted_contains(kBuiltins, s); }
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  auto head = [](unsigned char c) { return c == '_' || std::isalpha(c) || c >= 0x80; };
+  if (!head(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin() + 1, s.end(), [&](char ch) {
+    auto c = static_cast<unsigned char>(ch);
+    return head(c) || std::isdigit(c);
+  });
+}
+
+std::string snake_case(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 4);
+  bool prev_lower = false;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (prev_lower && std::isupper(c)) out.push_back('_');
+    out.push_back(static_cast<char>(std::tolower(c)));
+    prev_lower = std::islower(c) != 0;
+  }
+  return out;
+}
+
+}  // namespace fx::detail

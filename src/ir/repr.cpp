@@ -1,0 +1,274 @@
+#include "repr.h"
+
+#include <fx/error.h>
+#include <fx/node.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace fx::detail {
+
+namespace {
+class PlainNames final : public NodeNamer {
+ public:
+  std::string name_of(const Node* n) const override { return n->name(); }
+};
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+}  // namespace
+
+const NodeNamer& plain_names() {
+  static const PlainNames names;
+  return names;
+}
+
+// Python's float repr: the shortest digits that round-trip, printed fixed
+// when the decimal exponent is in [-4, 16), else as `d.ddde+XX`.
+std::string repr_float(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));
+  bool negative = sci[0] == '-';
+  if (negative) sci.remove_prefix(1);
+  size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e))
+    if (c != '.') digits.push_back(c);
+  int exp10 = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  int decpt = exp10 + 1;  // digits are d.ddd * 10^exp10 = 0.dddd * 10^decpt
+  std::string out = negative ? "-" : "";
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0.";
+      out.append(static_cast<size_t>(-decpt), '0');
+      out += digits;
+    } else if (static_cast<size_t>(decpt) >= digits.size()) {
+      out += digits;
+      out.append(static_cast<size_t>(decpt) - digits.size(), '0');
+      out += ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(decpt));
+      out += '.';
+      out += digits.substr(static_cast<size_t>(decpt));
+    }
+  } else {
+    out += digits[0];
+    if (digits.size() > 1) {
+      out += '.';
+      out += digits.substr(1);
+    }
+    char exp[16];
+    std::snprintf(exp, sizeof exp, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
+    out += exp;
+  }
+  return out;
+}
+
+std::string repr_string(std::string_view s) {
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char quote = has_single && !has_double ? '"' : '\'';
+  std::string out(1, quote);
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (ch == quote || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  out += quote;
+  return out;
+}
+
+std::string repr_dtype(c10::ScalarType t) {
+  using S = c10::ScalarType;
+  switch (t) {
+    case S::Byte: return "torch.uint8";
+    case S::Char: return "torch.int8";
+    case S::Short: return "torch.int16";
+    case S::Int: return "torch.int32";
+    case S::Long: return "torch.int64";
+    case S::Half: return "torch.float16";
+    case S::Float: return "torch.float32";
+    case S::Double: return "torch.float64";
+    case S::ComplexHalf: return "torch.complex32";
+    case S::ComplexFloat: return "torch.complex64";
+    case S::ComplexDouble: return "torch.complex128";
+    case S::Bool: return "torch.bool";
+    case S::QInt8: return "torch.qint8";
+    case S::QUInt8: return "torch.quint8";
+    case S::QInt32: return "torch.qint32";
+    case S::BFloat16: return "torch.bfloat16";
+    case S::QUInt4x2: return "torch.quint4x2";
+    case S::QUInt2x4: return "torch.quint2x4";
+    default: throw Error("dtype " + std::string(c10::toString(t)) + " has no Python name");
+  }
+}
+
+std::string repr_layout(c10::Layout l) {
+  using L = c10::Layout;
+  switch (l) {
+    case L::Strided: return "torch.strided";
+    case L::Sparse: return "torch.sparse_coo";
+    case L::SparseCsr: return "torch.sparse_csr";
+    case L::SparseCsc: return "torch.sparse_csc";
+    case L::SparseBsr: return "torch.sparse_bsr";
+    case L::SparseBsc: return "torch.sparse_bsc";
+    case L::Mkldnn: return "torch._mkldnn";
+    default: throw Error("layout has no Python name");
+  }
+}
+
+std::string repr_memory_format(c10::MemoryFormat m) {
+  using M = c10::MemoryFormat;
+  switch (m) {
+    case M::Contiguous: return "torch.contiguous_format";
+    case M::Preserve: return "torch.preserve_format";
+    case M::ChannelsLast: return "torch.channels_last";
+    case M::ChannelsLast3d: return "torch.channels_last_3d";
+    default: throw Error("memory format has no Python name");
+  }
+}
+
+std::string str_device(const c10::Device& d) { return d.str(); }
+
+std::string repr_device(const c10::Device& d) {
+  std::string type = c10::DeviceTypeName(d.type(), /*lower_case=*/true);
+  std::string out = "device(type='" + type + "'";
+  if (d.has_index()) out += ", index=" + std::to_string(d.index());
+  return out + ")";
+}
+
+void append_repr(std::string& out, const Argument& a, const NodeNamer& names) {
+  auto seq = [&](const std::vector<Argument>& items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out += ", ";
+      append_repr(out, items[i], names);
+    }
+  };
+  std::visit(Overloaded{
+                 [&](const NoneType&) { out += "None"; },
+                 [&](bool b) { out += b ? "True" : "False"; },
+                 [&](int64_t i) { out += std::to_string(i); },
+                 [&](double d) { out += repr_float(d); },
+                 [&](const std::string& s) { out += repr_string(s); },
+                 [&](Node* n) { out += names.name_of(n); },
+                 [&](const Tuple& t) {
+                   out += '(';
+                   seq(t.items);
+                   if (t.items.size() == 1) out += ',';
+                   out += ')';
+                 },
+                 [&](const List& l) {
+                   out += '[';
+                   seq(l.items);
+                   out += ']';
+                 },
+                 [&](const Dict& d) {
+                   out += '{';
+                   for (size_t i = 0; i < d.items.size(); ++i) {
+                     if (i) out += ", ";
+                     out += repr_string(d.items[i].first);
+                     out += ": ";
+                     append_repr(out, d.items[i].second, names);
+                   }
+                   out += '}';
+                 },
+                 [&](const Slice& s) {
+                   out += "slice(";
+                   seq(s.parts);
+                   out += ')';
+                 },
+                 [&](const EllipsisType&) { out += "Ellipsis"; },
+                 [&](c10::ScalarType t) { out += repr_dtype(t); },
+                 [&](const c10::Device& d) { out += repr_device(d); },
+                 [&](c10::Layout l) { out += repr_layout(l); },
+                 [&](c10::MemoryFormat m) { out += repr_memory_format(m); },
+                 [&](const Opaque& o) { out += o.repr; },
+             },
+             a.storage());
+}
+
+std::string repr(const Argument& a, const NodeNamer& names) {
+  std::string out;
+  append_repr(out, a, names);
+  return out;
+}
+
+std::string str(const Argument& a, const NodeNamer& names) {
+  if (a.is<std::string>()) return a.get<std::string>();
+  if (a.is<c10::Device>()) return str_device(a.get<c10::Device>());
+  return repr(a, names);
+}
+
+void append_format_arg(std::string& out, const Argument& a) {
+  if (const auto* l = std::get_if<List>(&a.storage())) {
+    out += '[';
+    for (size_t i = 0; i < l->items.size(); ++i) {
+      if (i) out += ", ";
+      append_format_arg(out, l->items[i]);
+    }
+    out += ']';
+  } else if (const auto* t = std::get_if<Tuple>(&a.storage())) {
+    append_format_args(out, t->items);
+  } else if (const auto* d = std::get_if<Dict>(&a.storage())) {
+    out += '{';
+    for (size_t i = 0; i < d->items.size(); ++i) {
+      if (i) out += ", ";
+      out += d->items[i].first;
+      out += ": ";
+      append_format_arg(out, d->items[i].second);
+    }
+    out += '}';
+  } else if (Node* n = a.node()) {
+    out += '%';
+    out += n->name();
+  } else {
+    out += str(a, plain_names());
+  }
+}
+
+void append_format_args(std::string& out, const Args& args) {
+  out += '(';
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i) out += ", ";
+    append_format_arg(out, args[i]);
+  }
+  if (args.size() == 1) out += ',';
+  out += ')';
+}
+
+void append_format_kwargs(std::string& out, const Kwargs& kwargs) {
+  out += '{';
+  for (size_t i = 0; i < kwargs.size(); ++i) {
+    if (i) out += ", ";
+    out += kwargs[i].first;
+    out += ": ";
+    append_format_arg(out, kwargs[i].second);
+  }
+  out += '}';
+}
+
+}  // namespace fx::detail

@@ -1,0 +1,38 @@
+#pragma once
+// Python's repr() and str() of argument values, as torch.fx prints them.
+
+#include <fx/argument.h>
+
+#include <string>
+#include <string_view>
+
+namespace fx::detail {
+
+// How a node is spelled inside a repr (its name, or its codegen name).
+class NodeNamer {
+ public:
+  virtual ~NodeNamer() = default;
+  virtual std::string name_of(const Node* n) const = 0;
+};
+// Spells each node by its graph name.
+const NodeNamer& plain_names();
+
+std::string repr_float(double d);
+std::string repr_string(std::string_view s);
+std::string repr_dtype(c10::ScalarType t);
+std::string repr_layout(c10::Layout l);
+std::string repr_memory_format(c10::MemoryFormat m);
+std::string repr_device(const c10::Device& d);  // device(type='cpu')
+std::string str_device(const c10::Device& d);   // cpu
+
+// repr(a)
+void append_repr(std::string& out, const Argument& a, const NodeNamer& names);
+std::string repr(const Argument& a, const NodeNamer& names);
+// str(a): differs from repr at the top level only (strings unquoted, devices short).
+std::string str(const Argument& a, const NodeNamer& names);
+// torch.fx.node._format_arg: the args/kwargs text of the graph printout.
+void append_format_arg(std::string& out, const Argument& a);
+void append_format_args(std::string& out, const Args& args);
+void append_format_kwargs(std::string& out, const Kwargs& kwargs);
+
+}  // namespace fx::detail

@@ -1,0 +1,122 @@
+#include <fx/target.h>
+
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "python_names.h"
+#include "target_entry.h"
+
+namespace fx {
+
+namespace {
+
+using detail::TargetEntry;
+
+struct Format {
+  std::string_view name;
+  const char* format;
+};
+
+// torch.fx.graph.magic_methods (reflectable ones included) and inplace_methods.
+constexpr Format kMagic[] = {
+    {"add", "{} + {}"},      {"sub", "{} - {}"},    {"mul", "{} * {}"},    {"floordiv", "{} // {}"},
+    {"truediv", "{} / {}"},  {"div", "{} / {}"},    {"mod", "{} % {}"},    {"pow", "{} ** {}"},
+    {"lshift", "{} << {}"},  {"rshift", "{} >> {}"}, {"and_", "{} & {}"},  {"or_", "{} | {}"},
+    {"xor", "{} ^ {}"},      {"getitem", "{}[{}]"}, {"matmul", "{} @ {}"}, {"eq", "{} == {}"},
+    {"ne", "{} != {}"},      {"lt", "{} < {}"},     {"gt", "{} > {}"},     {"le", "{} <= {}"},
+    {"ge", "{} >= {}"},      {"pos", "+{}"},        {"neg", "-{}"},        {"invert", "~{}"}};
+constexpr Format kInplace[] = {
+    {"iadd", "{} += {}"},     {"iand", "{} &= {}"},     {"ifloordiv", "{} //= {}"},
+    {"ilshift", "{} <<= {}"}, {"imod", "{} %= {}"},     {"imul", "{} *= {}"},
+    {"imatmul", "{} @= {}"},  {"ior", "{} |= {}"},      {"ipow", "{} **= {}"},
+    {"irshift", "{} >>= {}"}, {"isub", "{} -= {}"},     {"itruediv", "{} /= {}"},
+    {"ixor", "{} ^= {}"},     {"setitem", "{}[{}] = {}"}};
+
+// torch.fx.node._side_effectful_functions in 1.13.
+constexpr std::string_view kSideEffects[] = {
+    "torch._assert", "torch.ops.profiler._record_function_enter",
+    "torch.ops.profiler._record_function_enter_new", "torch.ops.profiler._record_function_exit"};
+
+template <size_t N>
+const char* find_format(const Format (&table)[N], std::string_view name) {
+  for (const auto& f : table)
+    if (f.name == name) return f.format;
+  return nullptr;
+}
+
+void describe(TargetEntry& e) {
+  std::string_view name = e.name;
+  if (name.starts_with("torch.ops.")) {
+    // torch.ops.<namespace>.<op>[.<overload>]: Python's __name__ is `op.overload`.
+    size_t ns_end = name.find('.', 10);
+    if (ns_end != std::string_view::npos) {
+      e.py_module = std::string(name.substr(0, ns_end));
+      e.py_name = std::string(name.substr(ns_end + 1));
+    }
+  }
+  if (e.py_name.empty()) {
+    size_t dot = name.rfind('.');
+    e.py_module = dot == std::string_view::npos ? "" : std::string(name.substr(0, dot));
+    e.py_name = std::string(dot == std::string_view::npos ? name : name.substr(dot + 1));
+  }
+  if (e.py_module == "operator") {
+    e.py_module = "_operator";
+    e.magic_format = find_format(kMagic, e.py_name);
+    e.inplace_format = find_format(kInplace, e.py_name);
+  }
+  e.is_builtin = e.py_module == "builtins";
+  e.code_name = e.is_builtin ? e.py_name : e.name;
+  e.from_torch = e.py_module == "torch" || e.py_module.starts_with("torch.");
+  e.name_hint = detail::snake_case(e.py_name);
+  bool magic = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
+  e.str_hint = detail::snake_case(magic ? name.substr(2, name.size() - 4) : name);
+  for (auto s : kSideEffects)
+    if (s == name) e.side_effects = true;
+}
+
+class Registry {
+ public:
+  const TargetEntry* intern(std::string_view name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) return it->second.get();
+    auto e = std::make_unique<TargetEntry>();
+    e->name = std::string(name);
+    describe(*e);
+    const TargetEntry* raw = e.get();
+    entries_.emplace(std::string_view(raw->name), std::move(e));
+    return raw;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string_view, std::unique_ptr<TargetEntry>> entries_;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: targets outlive static graphs
+  return *r;
+}
+
+const TargetEntry* empty_entry() {
+  static const TargetEntry* e = registry().intern("");
+  return e;
+}
+
+}  // namespace
+
+Target::Target() : e_(empty_entry()) {}
+Target::Target(std::string_view name) : e_(registry().intern(name)) {}
+
+const std::string& Target::str() const { return e_->name; }
+std::string_view Target::python_module() const { return e_->py_module; }
+std::string_view Target::python_name() const { return e_->py_name; }
+bool Target::has_side_effects() const { return e_->side_effects.load(std::memory_order_relaxed); }
+
+void register_side_effect(Target t) {
+  const_cast<TargetEntry*>(t.entry())->side_effects.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace fx

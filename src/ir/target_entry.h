@@ -1,0 +1,24 @@
+#pragma once
+// The record behind an interned fx::Target: the name and what fxcpp knows
+// about it as a Python function.
+
+#include <atomic>
+#include <string>
+
+namespace fx::detail {
+
+struct TargetEntry {
+  std::string name;         // the qualified name, as printed in graph text
+  std::string py_module;    // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
+  std::string py_name;      // Python's __name__ (`add`, `addmm.default`)
+  std::string code_name;    // the name FX's codegen starts from (builtins lose `builtins.`)
+  std::string name_hint;    // node-name candidate as a function: snake_case(py_name)
+  std::string str_hint;     // node-name candidate as a string target: snake_case, `__x__` -> `x`
+  const char* magic_format = nullptr;    // `{} + {}` for operator.add
+  const char* inplace_format = nullptr;  // `{} += {}` for operator.iadd
+  bool is_builtin = false;               // a member of Python's builtins module
+  bool from_torch = false;               // codegen prints the qualified name as is
+  std::atomic<bool> side_effects{false};
+};
+
+}  // namespace fx::detail
