@@ -36,7 +36,14 @@ class Meta {
   }
 
   bool contains(std::string_view key) const { return find(key) != nullptr; }
-  bool erase(std::string_view key);
+  bool erase(std::string_view key) {
+    for (auto it = items_.begin(); it != items_.end(); ++it)
+      if (it->first == key) {
+        items_.erase(it);
+        return true;
+      }
+    return false;
+  }
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   auto begin() const { return items_.begin(); }

@@ -57,6 +57,10 @@ class Node {
 
   Op op() const { return op_; }
   const std::string& name() const { return name_; }
+  // Renames the node. Throws fx::GraphError if `name` is not a Python
+  // identifier, is a keyword or builtin, or is taken in this graph (unlike
+  // create_node, which makes a given name unique, a rename is exact).
+  void set_name(std::string_view name);
   Target target() const { return target_; }
   Graph& graph() const { return *graph_; }
   bool erased() const { return erased_; }

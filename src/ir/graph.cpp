@@ -256,6 +256,17 @@ Argument Graph::graph_copy(const Graph& src, std::unordered_map<const Node*, Nod
   return None;
 }
 
+void Node::set_name(std::string_view name) {
+  if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be renamed");
+  if (name == name_) return;
+  std::string wanted(name);
+  if (!graph_->names_->claim(wanted))
+    throw GraphError("cannot rename node " + quoted(this) + " to '" + wanted +
+                     "': the name is taken in this graph, or is not a Python identifier, or is a keyword or "
+                     "builtin; choose another name");
+  name_ = std::move(wanted);
+}
+
 // ---- removal -----------------------------------------------------------------
 
 void Graph::erase_node(Node* n) {

@@ -64,6 +64,12 @@ bool Namespace::is_illegal(std::string_view name, const void* obj) const {
   return false;
 }
 
+bool Namespace::claim(const std::string& name) {
+  if (!is_identifier(name) || taken(name, nullptr)) return false;
+  used_.insert(name);
+  return true;
+}
+
 bool Namespace::taken(const std::string& name, const void* obj) const {
   return used_.count(name) != 0 || is_illegal(name, obj);
 }

@@ -24,6 +24,9 @@ class Namespace {
   // null: asking again for the same obj returns the same name).
   std::string create_name(std::string_view candidate, const void* obj);
 
+  // Takes `name` exactly; false if it is taken or not a legal name.
+  bool claim(const std::string& name);
+
   // The identity under which a Python builtin (`getattr`, `int`) is known.
   static const void* builtin_identity(std::string_view name);
 

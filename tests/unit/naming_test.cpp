@@ -1,0 +1,91 @@
+// Node names follow torch.fx's _Namespace rules exactly; expected names were
+// produced by torch.fx 1.13 for the same sequence of calls.
+#include <fx/fx.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+std::vector<std::string> names(const fx::Graph& g) {
+  std::vector<std::string> out;
+  for (fx::Node* n : g.nodes()) out.push_back(n->name());
+  return out;
+}
+
+TEST(Naming, RepeatedTargetsCountUp) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* a = g.call_function("operator.add", {x, 1});
+  fx::Node* b = g.call_function("operator.add", {a, 1});
+  g.call_function("operator.add", {b, 1});
+  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "add", "add_1", "add_2"}));
+}
+
+TEST(Naming, ExplicitSuffixesAreRespectedAndSkipped) {
+  fx::Graph g;
+  g.create_node(fx::Op::placeholder, "a", {}, {}, "add_1");
+  g.call_function("operator.add", {1, 2});          // add
+  g.call_function("operator.add", {1, 2});          // add_1 is taken -> add_2
+  g.create_node(fx::Op::placeholder, "b", {}, {}, "x_007");  // Python's int() drops the zeros
+  g.create_node(fx::Op::placeholder, "c", {}, {}, "x_7");    // taken -> x_8
+  EXPECT_EQ(names(g), (std::vector<std::string>{"add_1", "add", "add_2", "x_7", "x_8"}));
+}
+
+TEST(Naming, SanitizesLikeFx) {
+  fx::Graph g;
+  g.placeholder("my-input");
+  g.placeholder("1st");
+  g.call_module("layer1.0.conv", {});
+  g.call_module("MyBlock", {});
+  g.call_method("__add__", {1});
+  g.call_function("torch.ops.aten.addmm.default", {});
+  g.create_node(fx::Op::placeholder, "z", {}, {}, "a  b..c");
+  EXPECT_EQ(names(g), (std::vector<std::string>{"my_input", "_1st", "layer1_0_conv", "my_block", "add",
+                                                "addmm_default", "a_b_c"}));
+}
+
+TEST(Naming, AvoidsKeywordsBuiltinsAndFxGlobals) {
+  fx::Graph g;
+  for (const char* n : {"sum", "max", "input", "list", "class", "lambda", "torch", "device", "inf", "print"})
+    g.placeholder(n);
+  g.call_function("torch.sum", {1});
+  EXPECT_EQ(names(g), (std::vector<std::string>{"sum_1", "max_1", "input_1", "list_1", "class_1", "lambda_1",
+                                                "torch_1", "device_1", "inf_1", "print_1", "sum_2"}));
+}
+
+TEST(Naming, ManySharedNamesStayLinear) {
+  // 200k nodes named `add`: torch.fx 1.13 scans add_1..add_k for each one.
+  fx::Graph g;
+  fx::Node* prev = g.placeholder("x");
+  for (int i = 0; i < 200000; ++i) prev = g.call_function("operator.add", {prev, 1});
+  EXPECT_EQ(prev->name(), "add_199999");
+}
+
+TEST(Naming, CodegenRenamesNodesThatCollideWithGlobals) {
+  fx::Graph g;
+  fx::Node* getattr_node = g.placeholder("getattr");  // a builtin: the graph names it getattr_1
+  fx::Node* s = g.call_function("math.sqrt", {getattr_node});
+  fx::Node* clash = g.create_node(fx::Op::call_function, "torch.relu", {s}, {}, "math_sqrt_1");
+  g.output(clash);
+  EXPECT_EQ(getattr_node->name(), "getattr_1");
+  EXPECT_EQ(g.python_code().src,
+            "\n\n\ndef forward(self, getattr):\n    getattr_1 = getattr\n"
+            "    sqrt = math_sqrt(getattr_1);  getattr_1 = None\n"
+            "    math_sqrt_1 = torch.relu(sqrt);  sqrt = None\n    return math_sqrt_1\n    ");
+}
+
+TEST(Naming, SetNameIsExactAndChecked) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* y = g.placeholder("y");
+  y->set_name("renamed");
+  EXPECT_EQ(y->name(), "renamed");
+  EXPECT_THROW(y->set_name("x"), fx::GraphError);      // taken
+  EXPECT_THROW(y->set_name("sum"), fx::GraphError);    // a builtin
+  EXPECT_THROW(y->set_name("class"), fx::GraphError);  // a keyword
+  EXPECT_THROW(y->set_name("a-b"), fx::GraphError);    // not an identifier
+  EXPECT_THROW(y->set_name(""), fx::GraphError);
+  EXPECT_THROW(g.create_node(fx::Op::placeholder, "t", {}, {}, ""), fx::GraphError);
+  EXPECT_EQ(x->name(), "x");
+}
+
+}  // namespace
