@@ -67,19 +67,17 @@ struct Opaque {
 
 class Argument {
  public:
-  using Storage = std::variant<NoneType, bool, int64_t, double, std::string, Node*, Tuple, List, Dict,
-                               Slice, EllipsisType, c10::ScalarType, c10::Device, c10::Layout,
-                               c10::MemoryFormat, Opaque>;
+  using Storage =
+      std::variant<NoneType, bool, int64_t, double, std::string, Node*, Tuple, List, Dict, Slice,
+                   EllipsisType, c10::ScalarType, c10::Device, c10::Layout, c10::MemoryFormat, Opaque>;
 
   Argument() = default;
   Argument(NoneType) {}
   Argument(bool b) : v_(b) {}
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  Argument(T i) : v_(static_cast<int64_t>(i)) {}
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Argument(T i) : v_(static_cast<int64_t>(i)) {}
   template <class T>
-    requires std::is_floating_point_v<T>
-  Argument(T d) : v_(static_cast<double>(d)) {}
+  requires std::is_floating_point_v<T> Argument(T d) : v_(static_cast<double>(d)) {}
   Argument(const char* s) : v_(std::string(s)) {}
   Argument(std::string s) : v_(std::move(s)) {}
   Argument(std::string_view s) : v_(std::string(s)) {}

@@ -144,7 +144,7 @@ class Node {
   Graph* graph_ = nullptr;
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
-  uint64_t order_ = 0;  // strictly increasing along the list
+  uint64_t order_ = 0;         // strictly increasing along the list
   mutable uint64_t mark_ = 0;  // scratch for linear-time de-duplication
   Op op_ = Op::placeholder;
   bool erased_ = false;

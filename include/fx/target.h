@@ -62,7 +62,5 @@ void register_side_effect(Target t);
 
 template <>
 struct std::hash<fx::Target> {
-  size_t operator()(const fx::Target& t) const noexcept {
-    return std::hash<const void*>()(t.entry());
-  }
+  size_t operator()(const fx::Target& t) const noexcept { return std::hash<const void*>()(t.entry()); }
 };

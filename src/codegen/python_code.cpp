@@ -227,7 +227,8 @@ PythonCode Graph::python_code(std::string_view root_module) const {
   std::string wrap_stmts;
   if (!wrapped.empty()) {
     std::string wrap = names.global(Target("torch.fx._symbolic_trace.wrap").entry());
-    for (size_t i = 0; i < wrapped.size(); ++i) wrap_stmts += (i ? "\n" : "") + wrap + "(\"" + wrapped[i] + "\")";
+    for (size_t i = 0; i < wrapped.size(); ++i)
+      wrap_stmts += (i ? "\n" : "") + wrap + "(\"" + wrapped[i] + "\")";
   }
   if (free_vars.empty() || free_vars[0] != "self") free_vars.insert(free_vars.begin(), "self");
   std::string prologue = "def forward(";

@@ -18,9 +18,10 @@ Argument::Argument(Node* n) {
 
 std::string_view Argument::kind_name_at(size_t index) {
   static constexpr std::array<std::string_view, std::variant_size_v<Storage>> kNames = {
-      "NoneType", "bool",  "int",      "float",         "str",         "Node",
-      "tuple",    "list",  "dict",     "slice",         "ellipsis",    "torch.dtype",
-      "torch.device", "torch.layout", "torch.memory_format", "opaque"};
+      "NoneType", "bool",        "int",          "float",        "str",
+      "Node",     "tuple",       "list",         "dict",         "slice",
+      "ellipsis", "torch.dtype", "torch.device", "torch.layout", "torch.memory_format",
+      "opaque"};
   return kNames.at(index);
 }
 

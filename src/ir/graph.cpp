@@ -171,11 +171,11 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
   try {
     for (const auto& a : args) for_each_node(a, [&](Node* in) { n->check_input(in); });
     for (const auto& kv : kwargs) for_each_node(kv.second, [&](Node* in) { n->check_input(in); });
-    n->name_ = names_->create_name(name ? std::string_view(*name)
-                                        : std::string_view(op == Op::call_function
-                                                               ? target.entry()->name_hint
-                                                               : target.entry()->str_hint),
-                                   nullptr);
+    n->name_ =
+        names_->create_name(name ? std::string_view(*name)
+                                 : std::string_view(op == Op::call_function ? target.entry()->name_hint
+                                                                            : target.entry()->str_hint),
+                            nullptr);
   } catch (...) {
     unlink(n);
     n->erased_ = true;
@@ -203,7 +203,8 @@ Node* Graph::get_attr(std::string_view qualified_name, std::optional<std::string
 }
 
 Node* Graph::call_function(Target fn, Args args, Kwargs kwargs, std::optional<std::string> type) {
-  return create_node(Op::call_function, fn, std::move(args), std::move(kwargs), std::nullopt, std::move(type));
+  return create_node(Op::call_function, fn, std::move(args), std::move(kwargs), std::nullopt,
+                     std::move(type));
 }
 
 Node* Graph::call_method(std::string_view method, Args args, Kwargs kwargs, std::optional<std::string> type) {
@@ -228,7 +229,8 @@ Node* Graph::node_copy(const Node& node, const std::function<Argument(Node*)>& a
   Kwargs kwargs;
   kwargs.reserve(node.kwargs().size());
   for (const auto& [k, v] : node.kwargs()) kwargs.emplace_back(k, map_arg(v, arg_transform));
-  Node* n = create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name(), node.type());
+  Node* n =
+      create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name(), node.type());
   n->meta_ = node.meta_;
   return n;
 }

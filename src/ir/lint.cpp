@@ -46,10 +46,12 @@ void Graph::lint() const {
     size_t distinct = 0;
     auto check_arg = [&](Node* in) {
       if (in->graph_ != this)
-        fail(n, "argument " + quoted(in) + " belongs to another graph; copy nodes with node_copy's arg_transform");
+        fail(n, "argument " + quoted(in) +
+                    " belongs to another graph; copy nodes with node_copy's arg_transform");
       if (in->erased_) fail(n, "argument " + quoted(in) + " is an erased node");
       if (in->mark_ != seen && in->mark_ != mine)
-        fail(n, "argument " + quoted(in) + " is used before it is defined; the graph must be topologically ordered");
+        fail(n, "argument " + quoted(in) +
+                    " is used before it is defined; the graph must be topologically ordered");
       if (in->mark_ == seen) {
         in->mark_ = mine;
         ++distinct;
@@ -78,7 +80,8 @@ void Graph::lint() const {
       case Op::call_module:
         if (!well_formed_path(t)) fail(n, "target '" + t + "' is not a dotted attribute path");
         if (owning_module_) {
-          bool ok = n->op_ == Op::get_attr ? owning_module_->has_attribute(t) : owning_module_->has_submodule(t);
+          bool ok =
+              n->op_ == Op::get_attr ? owning_module_->has_attribute(t) : owning_module_->has_submodule(t);
           if (!ok)
             fail(n, std::string("target '") + t + "' does not exist in the owning module" +
                         (n->op_ == Op::call_module ? " (no such submodule)" : ""));
@@ -89,17 +92,20 @@ void Graph::lint() const {
         if (n->args_.empty()) fail(n, "a call_method node needs its self value as args[0]");
         break;
       case Op::placeholder:
-        if (!n->kwargs_.empty() || n->args_.size() > 1) fail(n, "a placeholder takes at most one default value");
+        if (!n->kwargs_.empty() || n->args_.size() > 1)
+          fail(n, "a placeholder takes at most one default value");
         break;
       case Op::output:
         if (n->args_.size() != 1) fail(n, "the output node takes exactly one argument, the returned value");
         break;
-      case Op::call_function: break;
+      case Op::call_function:
+        break;
     }
     n->mark_ = seen;
   }
-  if (count != size_) throw LintError("lint: the graph counts " + std::to_string(size_) + " nodes but lists " +
-                                      std::to_string(count));
+  if (count != size_)
+    throw LintError("lint: the graph counts " + std::to_string(size_) + " nodes but lists " +
+                    std::to_string(count));
   if (!output_) throw LintError("lint: the graph has no output node; add one with Graph::output");
   if (output_->next_ != root_) fail(output_, "the output node is not the last node");
 }

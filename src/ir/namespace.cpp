@@ -20,12 +20,12 @@ struct CustomBuiltin {
 };
 // torch.fx.graph._custom_builtins, in registration order.
 constexpr std::array<CustomBuiltin, 7> kCustomBuiltins = {{{"inf", "math.inf"},
-                                                          {"nan", "math.nan"},
-                                                          {"NoneType", "builtins.NoneType"},
-                                                          {"torch", "torch"},
-                                                          {"device", "torch.device"},
-                                                          {"fx_pytree", "torch.fx._pytree"},
-                                                          {"pytree", "torch.utils._pytree"}}};
+                                                           {"nan", "math.nan"},
+                                                           {"NoneType", "builtins.NoneType"},
+                                                           {"torch", "torch"},
+                                                           {"device", "torch.device"},
+                                                           {"fx_pytree", "torch.fx._pytree"},
+                                                           {"pytree", "torch.utils._pytree"}}};
 
 std::string sanitize(std::string_view candidate) {
   std::string out;

@@ -89,8 +89,8 @@ void Node::check_input(Node* n) const {
     throw GraphError("node " + quoted(this) + " cannot use itself as an argument: that is a cycle");
   if (!n->is_before(this))
     throw GraphError("node " + quoted(n) + " is used by " + quoted(this) +
-                     " but comes after it: a use before the definition (or a cycle). Move " +
-                     quoted(n) + " before " + quoted(this) + " first (Node::prepend/append)");
+                     " but comes after it: a use before the definition (or a cycle). Move " + quoted(n) +
+                     " before " + quoted(this) + " first (Node::prepend/append)");
 }
 
 void Node::unlink_uses() {
@@ -192,7 +192,8 @@ void Node::append(Node* x) {
 
 std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::function<bool(Node*)>& filter,
                                                bool propagate_meta) {
-  if (replace_with == nullptr) throw GraphError("replace_all_uses_with: the replacement of " + quoted(this) + " is null");
+  if (replace_with == nullptr)
+    throw GraphError("replace_all_uses_with: the replacement of " + quoted(this) + " is null");
   std::vector<Node*> chosen;
   for (Node* user : users())
     if (!filter || filter(user)) chosen.push_back(user);
@@ -220,11 +221,14 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
 bool Node::is_impure() const {
   switch (op_) {
     case Op::placeholder:
-    case Op::output: return true;
-    case Op::call_function: return target_.has_side_effects();
+    case Op::output:
+      return true;
+    case Op::call_function:
+      return target_.has_side_effects();
     case Op::call_module:
       return graph_->owning_module() && graph_->owning_module()->is_impure_module(target_.str());
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -255,7 +259,9 @@ std::string Node::format_node() const {
         out += ')';
       }
       return out;
-    case Op::get_attr: head(); return out;
+    case Op::get_attr:
+      head();
+      return out;
     case Op::output:
       out = "return ";
       out += args_.empty() ? "None" : detail::str(args_[0], detail::plain_names());

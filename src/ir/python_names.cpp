@@ -7,6 +7,7 @@
 namespace fx::detail {
 
 namespace {
+// clang-format off
 // keyword.kwlist of Python 3.11.
 constexpr std::array<std::string_view, 35> kKeywords = {
     "False", "None",   "True",    "and",      "as",       "assert", "async",  "await", "break",
@@ -41,6 +42,7 @@ constexpr std::array<std::string_view, 157> kBuiltins = {
     "open", "ord", "pow", "print", "property", "quit", "range", "repr", "reversed", "round", "set",
     "setattr", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "vars",
     "zip"};
+// clang-format on
 
 template <size_t N>
 bool sorted_contains(const std::array<std::string_view, N>& a, std::string_view s) {

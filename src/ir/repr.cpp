@@ -105,50 +105,82 @@ std::string repr_string(std::string_view s) {
 std::string repr_dtype(c10::ScalarType t) {
   using S = c10::ScalarType;
   switch (t) {
-    case S::Byte: return "torch.uint8";
-    case S::Char: return "torch.int8";
-    case S::Short: return "torch.int16";
-    case S::Int: return "torch.int32";
-    case S::Long: return "torch.int64";
-    case S::Half: return "torch.float16";
-    case S::Float: return "torch.float32";
-    case S::Double: return "torch.float64";
-    case S::ComplexHalf: return "torch.complex32";
-    case S::ComplexFloat: return "torch.complex64";
-    case S::ComplexDouble: return "torch.complex128";
-    case S::Bool: return "torch.bool";
-    case S::QInt8: return "torch.qint8";
-    case S::QUInt8: return "torch.quint8";
-    case S::QInt32: return "torch.qint32";
-    case S::BFloat16: return "torch.bfloat16";
-    case S::QUInt4x2: return "torch.quint4x2";
-    case S::QUInt2x4: return "torch.quint2x4";
-    default: throw Error("dtype " + std::string(c10::toString(t)) + " has no Python name");
+    case S::Byte:
+      return "torch.uint8";
+    case S::Char:
+      return "torch.int8";
+    case S::Short:
+      return "torch.int16";
+    case S::Int:
+      return "torch.int32";
+    case S::Long:
+      return "torch.int64";
+    case S::Half:
+      return "torch.float16";
+    case S::Float:
+      return "torch.float32";
+    case S::Double:
+      return "torch.float64";
+    case S::ComplexHalf:
+      return "torch.complex32";
+    case S::ComplexFloat:
+      return "torch.complex64";
+    case S::ComplexDouble:
+      return "torch.complex128";
+    case S::Bool:
+      return "torch.bool";
+    case S::QInt8:
+      return "torch.qint8";
+    case S::QUInt8:
+      return "torch.quint8";
+    case S::QInt32:
+      return "torch.qint32";
+    case S::BFloat16:
+      return "torch.bfloat16";
+    case S::QUInt4x2:
+      return "torch.quint4x2";
+    case S::QUInt2x4:
+      return "torch.quint2x4";
+    default:
+      throw Error("dtype " + std::string(c10::toString(t)) + " has no Python name");
   }
 }
 
 std::string repr_layout(c10::Layout l) {
   using L = c10::Layout;
   switch (l) {
-    case L::Strided: return "torch.strided";
-    case L::Sparse: return "torch.sparse_coo";
-    case L::SparseCsr: return "torch.sparse_csr";
-    case L::SparseCsc: return "torch.sparse_csc";
-    case L::SparseBsr: return "torch.sparse_bsr";
-    case L::SparseBsc: return "torch.sparse_bsc";
-    case L::Mkldnn: return "torch._mkldnn";
-    default: throw Error("layout has no Python name");
+    case L::Strided:
+      return "torch.strided";
+    case L::Sparse:
+      return "torch.sparse_coo";
+    case L::SparseCsr:
+      return "torch.sparse_csr";
+    case L::SparseCsc:
+      return "torch.sparse_csc";
+    case L::SparseBsr:
+      return "torch.sparse_bsr";
+    case L::SparseBsc:
+      return "torch.sparse_bsc";
+    case L::Mkldnn:
+      return "torch._mkldnn";
+    default:
+      throw Error("layout has no Python name");
   }
 }
 
 std::string repr_memory_format(c10::MemoryFormat m) {
   using M = c10::MemoryFormat;
   switch (m) {
-    case M::Contiguous: return "torch.contiguous_format";
-    case M::Preserve: return "torch.preserve_format";
-    case M::ChannelsLast: return "torch.channels_last";
-    case M::ChannelsLast3d: return "torch.channels_last_3d";
-    default: throw Error("memory format has no Python name");
+    case M::Contiguous:
+      return "torch.contiguous_format";
+    case M::Preserve:
+      return "torch.preserve_format";
+    case M::ChannelsLast:
+      return "torch.channels_last";
+    case M::ChannelsLast3d:
+      return "torch.channels_last_3d";
+    default:
+      throw Error("memory format has no Python name");
   }
 }
 

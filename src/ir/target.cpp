@@ -21,23 +21,22 @@ struct Format {
 
 // torch.fx.graph.magic_methods (reflectable ones included) and inplace_methods.
 constexpr Format kMagic[] = {
-    {"add", "{} + {}"},      {"sub", "{} - {}"},    {"mul", "{} * {}"},    {"floordiv", "{} // {}"},
-    {"truediv", "{} / {}"},  {"div", "{} / {}"},    {"mod", "{} % {}"},    {"pow", "{} ** {}"},
-    {"lshift", "{} << {}"},  {"rshift", "{} >> {}"}, {"and_", "{} & {}"},  {"or_", "{} | {}"},
-    {"xor", "{} ^ {}"},      {"getitem", "{}[{}]"}, {"matmul", "{} @ {}"}, {"eq", "{} == {}"},
-    {"ne", "{} != {}"},      {"lt", "{} < {}"},     {"gt", "{} > {}"},     {"le", "{} <= {}"},
-    {"ge", "{} >= {}"},      {"pos", "+{}"},        {"neg", "-{}"},        {"invert", "~{}"}};
+    {"add", "{} + {}"},     {"sub", "{} - {}"},     {"mul", "{} * {}"},    {"floordiv", "{} // {}"},
+    {"truediv", "{} / {}"}, {"div", "{} / {}"},     {"mod", "{} % {}"},    {"pow", "{} ** {}"},
+    {"lshift", "{} << {}"}, {"rshift", "{} >> {}"}, {"and_", "{} & {}"},   {"or_", "{} | {}"},
+    {"xor", "{} ^ {}"},     {"getitem", "{}[{}]"},  {"matmul", "{} @ {}"}, {"eq", "{} == {}"},
+    {"ne", "{} != {}"},     {"lt", "{} < {}"},      {"gt", "{} > {}"},     {"le", "{} <= {}"},
+    {"ge", "{} >= {}"},     {"pos", "+{}"},         {"neg", "-{}"},        {"invert", "~{}"}};
 constexpr Format kInplace[] = {
-    {"iadd", "{} += {}"},     {"iand", "{} &= {}"},     {"ifloordiv", "{} //= {}"},
-    {"ilshift", "{} <<= {}"}, {"imod", "{} %= {}"},     {"imul", "{} *= {}"},
-    {"imatmul", "{} @= {}"},  {"ior", "{} |= {}"},      {"ipow", "{} **= {}"},
-    {"irshift", "{} >>= {}"}, {"isub", "{} -= {}"},     {"itruediv", "{} /= {}"},
-    {"ixor", "{} ^= {}"},     {"setitem", "{}[{}] = {}"}};
+    {"iadd", "{} += {}"},  {"iand", "{} &= {}"},      {"ifloordiv", "{} //= {}"}, {"ilshift", "{} <<= {}"},
+    {"imod", "{} %= {}"},  {"imul", "{} *= {}"},      {"imatmul", "{} @= {}"},    {"ior", "{} |= {}"},
+    {"ipow", "{} **= {}"}, {"irshift", "{} >>= {}"},  {"isub", "{} -= {}"},       {"itruediv", "{} /= {}"},
+    {"ixor", "{} ^= {}"},  {"setitem", "{}[{}] = {}"}};
 
 // torch.fx.node._side_effectful_functions in 1.13.
-constexpr std::string_view kSideEffects[] = {
-    "torch._assert", "torch.ops.profiler._record_function_enter",
-    "torch.ops.profiler._record_function_enter_new", "torch.ops.profiler._record_function_exit"};
+constexpr std::string_view kSideEffects[] = {"torch._assert", "torch.ops.profiler._record_function_enter",
+                                             "torch.ops.profiler._record_function_enter_new",
+                                             "torch.ops.profiler._record_function_exit"};
 
 template <size_t N>
 const char* find_format(const Format (&table)[N], std::string_view name) {

@@ -8,12 +8,12 @@
 namespace fx::detail {
 
 struct TargetEntry {
-  std::string name;         // the qualified name, as printed in graph text
-  std::string py_module;    // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
-  std::string py_name;      // Python's __name__ (`add`, `addmm.default`)
-  std::string code_name;    // the name FX's codegen starts from (builtins lose `builtins.`)
-  std::string name_hint;    // node-name candidate as a function: snake_case(py_name)
-  std::string str_hint;     // node-name candidate as a string target: snake_case, `__x__` -> `x`
+  std::string name;                      // the qualified name, as printed in graph text
+  std::string py_module;                 // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
+  std::string py_name;                   // Python's __name__ (`add`, `addmm.default`)
+  std::string code_name;                 // the name FX's codegen starts from (builtins lose `builtins.`)
+  std::string name_hint;                 // node-name candidate as a function: snake_case(py_name)
+  std::string str_hint;                  // node-name candidate as a string target: snake_case, `__x__` -> `x`
   const char* magic_format = nullptr;    // `{} + {}` for operator.add
   const char* inplace_format = nullptr;  // `{} += {}` for operator.iadd
   bool is_builtin = false;               // a member of Python's builtins module

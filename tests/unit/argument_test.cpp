@@ -39,7 +39,8 @@ TEST(Argument, MapArgVisitsNodesInFxOrder) {
   fx::for_each_node(arg, [&](fx::Node* n) { seen.push_back(n->name()); });
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "a", "b"}));
   fx::Argument swapped = fx::map_arg(arg, [&](fx::Node* n) -> fx::Argument { return n == a ? b : a; });
-  EXPECT_EQ(swapped, fx::Argument(fx::tuple({b, fx::list({a, fx::dict({{"k", b}})}), fx::slice(a, fx::None)})));
+  EXPECT_EQ(swapped,
+            fx::Argument(fx::tuple({b, fx::list({a, fx::dict({{"k", b}})}), fx::slice(a, fx::None)})));
 }
 
 // Expected values are Python 3.11's repr().

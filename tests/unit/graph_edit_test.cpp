@@ -52,7 +52,8 @@ TEST(GraphEdit, ReplaceAllUsesWithFilterAndMeta) {
   fx::Node* a = g.call_function("torch.relu", {x});
   fx::Node* b = g.call_function("torch.neg", {x});
   x->meta().set("tensor_meta", std::string("f32[3]"));
-  auto changed = x->replace_all_uses_with(y, [&](fx::Node* u) { return u != b; }, /*propagate_meta=*/true);
+  auto changed = x->replace_all_uses_with(
+      y, [&](fx::Node* u) { return u != b; }, /*propagate_meta=*/true);
   EXPECT_EQ(names(changed), (std::vector<std::string>{"relu"}));
   EXPECT_EQ(a->args()[0].node(), y);
   EXPECT_EQ(b->args()[0].node(), x);
@@ -142,7 +143,8 @@ TEST(GraphEdit, FindNodesByOpAndTarget) {
   g.call_method("relu", {x});
   fx::Node* r2 = g.call_function("torch.relu", {r1});
   g.output(r2);
-  EXPECT_EQ(names(g.find_nodes(fx::Op::call_function, "torch.relu")), (std::vector<std::string>{"relu", "relu_2"}));
+  EXPECT_EQ(names(g.find_nodes(fx::Op::call_function, "torch.relu")),
+            (std::vector<std::string>{"relu", "relu_2"}));
   EXPECT_EQ(names(g.find_nodes(fx::Op::call_method, "relu")), (std::vector<std::string>{"relu_1"}));
   EXPECT_TRUE(g.find_nodes(fx::Op::call_module, "relu").empty());
   EXPECT_EQ(g.output_node()->name(), "output");

@@ -28,7 +28,8 @@ TEST(Lint, CleanGraphPasses) {
 TEST(Lint, NeedsAnOutput) {
   fx::Graph g;
   g.placeholder("x");
-  EXPECT_EQ(lint_message([&] { g.lint(); }), "lint: the graph has no output node; add one with Graph::output");
+  EXPECT_EQ(lint_message([&] { g.lint(); }),
+            "lint: the graph has no output node; add one with Graph::output");
 }
 
 TEST(Lint, ChecksTargetsAgainstTheOwningModule) {
@@ -58,11 +59,13 @@ TEST(Lint, ChecksTargetsAgainstTheOwningModule) {
 TEST(Lint, ChecksTargetShapes) {
   fx::Graph g;
   g.output(g.get_attr("a..b"));
-  EXPECT_EQ(lint_message([&] { g.lint(); }), "lint: node 'a_b': target 'a..b' is not a dotted attribute path");
+  EXPECT_EQ(lint_message([&] { g.lint(); }),
+            "lint: node 'a_b': target 'a..b' is not a dotted attribute path");
 
   fx::Graph m;
   m.output(m.call_method("relu", {}));
-  EXPECT_EQ(lint_message([&] { m.lint(); }), "lint: node 'relu': a call_method node needs its self value as args[0]");
+  EXPECT_EQ(lint_message([&] { m.lint(); }),
+            "lint: node 'relu': a call_method node needs its self value as args[0]");
 
   fx::Graph p;
   p.create_node(fx::Op::placeholder, "x", {1, 2});

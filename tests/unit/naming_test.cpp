@@ -23,8 +23,8 @@ TEST(Naming, RepeatedTargetsCountUp) {
 TEST(Naming, ExplicitSuffixesAreRespectedAndSkipped) {
   fx::Graph g;
   g.create_node(fx::Op::placeholder, "a", {}, {}, "add_1");
-  g.call_function("operator.add", {1, 2});          // add
-  g.call_function("operator.add", {1, 2});          // add_1 is taken -> add_2
+  g.call_function("operator.add", {1, 2});                   // add
+  g.call_function("operator.add", {1, 2});                   // add_1 is taken -> add_2
   g.create_node(fx::Op::placeholder, "b", {}, {}, "x_007");  // Python's int() drops the zeros
   g.create_node(fx::Op::placeholder, "c", {}, {}, "x_7");    // taken -> x_8
   EXPECT_EQ(names(g), (std::vector<std::string>{"add_1", "add", "add_2", "x_7", "x_8"}));

@@ -14,8 +14,8 @@ struct KitchenSink {
   KitchenSink() {
     fx::Node* x = g.placeholder("x", std::nullopt, "torch.Tensor");
     g.placeholder("y", fx::Argument("a'b"));
-    fx::Node* i = g.call_function("operator.getitem",
-                                  {x, fx::tuple({fx::slice(fx::None, 2, fx::None), fx::None, fx::Ellipsis, 0})});
+    fx::Node* i = g.call_function(
+        "operator.getitem", {x, fx::tuple({fx::slice(fx::None, 2, fx::None), fx::None, fx::Ellipsis, 0})});
     fx::Node* s = g.call_function("builtins.getattr", {i, "shape"});
     fx::Node* d = g.call_method("to", {x},
                                 {{"dtype", c10::ScalarType::Half},
@@ -79,8 +79,9 @@ TEST(Printing, PythonCodeListsItsGlobals) {
 
 TEST(Printing, TabularMatchesTabulateSimpleFormat) {
   KitchenSink k;
-  EXPECT_EQ(k.g.print_tabular(),
-            R"(opcode         name       target            args                                                                                          kwargs
+  EXPECT_EQ(
+      k.g.print_tabular(),
+      R"(opcode         name       target            args                                                                                          kwargs
 -------------  ---------  ----------------  --------------------------------------------------------------------------------------------  -------------------------------------------------------------------------------------------------------------------------------
 placeholder    x          x                 ()                                                                                            {}
 placeholder    y          y                 ("a'b",)                                                                                      {}
