@@ -79,6 +79,11 @@ class CodeNames final : public detail::NodeNamer {
   std::vector<std::pair<std::string, std::string>> globals_;
 };
 
+// out += each part, without the temporaries of a chain of operator+.
+void cat(std::string& out, std::initializer_list<std::string_view> parts) {
+  for (std::string_view p : parts) out += p;
+}
+
 // torch.fx.graph._format_target: `self.layer1.0` -> `getattr(self.layer1, "0")`.
 std::string format_target(std::string base, std::string_view target) {
   size_t start = 0;
@@ -171,8 +176,8 @@ PythonCode Graph::python_code(std::string_view root_module) const {
       case Op::call_method:
         if (n->args_.empty())
           throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
-        body += names.name_of(n) + type + " = " + format_target(reprs(n->args_[0]), target) + "(" +
-                format_args(n->args_, 1, n->kwargs_) + ")";
+        cat(body, {names.name_of(n), type, " = ", format_target(reprs(n->args_[0]), target), "(",
+                   format_args(n->args_, 1, n->kwargs_), ")"});
         break;
       case Op::call_function: {
         const detail::TargetEntry* e = n->target_.entry();
@@ -180,32 +185,32 @@ PythonCode Graph::python_code(std::string_view root_module) const {
           std::vector<std::string> values;
           for (const auto& a : n->args_) values.push_back(reprs(a));
           if (e->magic_format) {
-            body += names.name_of(n) + type + " = " + format_fields(n, e->magic_format, values);
+            cat(body, {names.name_of(n), type, " = ", format_fields(n, e->magic_format, values)});
           } else {
-            body += format_fields(n, e->inplace_format, values) + ";  " + names.name_of(n) + type + " = " +
-                    values.at(0);
+            cat(body, {format_fields(n, e->inplace_format, values), ";  ", names.name_of(n), type, " = ",
+                       values.at(0)});
           }
           break;
         }
         std::string fn = names.global(e);
         if (fn == "getattr" && n->args_.size() == 2 && n->args_[1].is<std::string>() &&
             detail::is_identifier(n->args_[1].get<std::string>())) {
-          body += names.name_of(n) + type + " = " +
-                  format_target(reprs(n->args_[0]), n->args_[1].get<std::string>());
+          cat(body, {names.name_of(n), type, " = ",
+                     format_target(reprs(n->args_[0]), n->args_[1].get<std::string>())});
           break;
         }
-        body += names.name_of(n) + type + " = " + fn + "(" + format_args(n->args_, 0, n->kwargs_) + ")";
+        cat(body, {names.name_of(n), type, " = ", fn, "(", format_args(n->args_, 0, n->kwargs_), ")"});
         if (const bool* w = n->meta_.get<bool>("is_wrapped"); w && *w) {
           if (std::find(wrapped.begin(), wrapped.end(), fn) == wrapped.end()) wrapped.push_back(fn);
         }
         break;
       }
       case Op::call_module:
-        body += names.name_of(n) + type + " = " + format_target(std::string(root_module), target) + "(" +
-                format_args(n->args_, 0, n->kwargs_) + ")";
+        cat(body, {names.name_of(n), type, " = ", format_target(std::string(root_module), target), "(",
+                   format_args(n->args_, 0, n->kwargs_), ")"});
         break;
       case Op::get_attr:
-        body += names.name_of(n) + type + " = " + format_target(std::string(root_module), target);
+        cat(body, {names.name_of(n), type, " = ", format_target(std::string(root_module), target)});
         break;
       case Op::output:
         if (n->type_) return_annotation = " -> " + names.type_repr(*n->type_);
@@ -218,7 +223,7 @@ PythonCode Graph::python_code(std::string_view root_module) const {
       body += '\n';
     } else {
       body += ";  ";
-      for (Node* dead : last_uses[i]) body += names.name_of(dead) + " = ";
+      for (Node* dead : last_uses[i]) cat(body, {names.name_of(dead), " = "});
       body += "None\n";
     }
   }

@@ -2,6 +2,7 @@
 #include <fx/graph.h>
 #include <fx/node.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -144,13 +145,11 @@ void Node::update_arg(size_t index, Argument arg) {
 
 void Node::update_kwarg(std::string_view key, Argument arg) {
   Kwargs kwargs = kwargs_;
-  bool found = false;
-  for (auto& [k, v] : kwargs)
-    if (k == key) {
-      v = std::move(arg);
-      found = true;
-    }
-  if (!found) kwargs.emplace_back(std::string(key), std::move(arg));
+  auto it = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& kv) { return kv.first == key; });
+  if (it != kwargs.end())
+    it->second = std::move(arg);
+  else
+    kwargs.emplace_back(std::string(key), std::move(arg));
   set_kwargs(std::move(kwargs));
 }
 
