@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds tests/packaging/consumer against fxcpp both ways and checks that it
+# prints the seed tutorial's graph.
+# usage: check.sh SOURCE_DIR BUILD_DIR WORK_DIR
+set -euo pipefail
+src=$1 build=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+quiet() { "$@" >"$work/log" 2>&1 || { cat "$work/log"; exit 1; }; }
+check() {
+  "$1" >"$work/out.txt"
+  grep -q "%add : \[num_users=1\] = call_function\[target=operator.add\](args = (%x, %param), kwargs = {})" "$work/out.txt" \
+    || { echo "unexpected output from $1:"; cat "$work/out.txt"; exit 1; }
+}
+
+# 1. find_package after cmake --install
+quiet cmake --install "$build" --prefix "$work/prefix"
+quiet cmake -S "$src/tests/packaging/consumer" -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix"
+quiet cmake --build "$work/installed"
+check "$work/installed/consumer"
+echo "find_package(fxcpp): ok"
+
+# 2. add_subdirectory
+quiet cmake -S "$src/tests/packaging/consumer" -B "$work/subdir" -DFXCPP_SOURCE_DIR="$src"
+quiet cmake --build "$work/subdir" --target consumer
+check "$work/subdir/consumer"
+echo "add_subdirectory(fxcpp): ok"
