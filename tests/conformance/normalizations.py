@@ -1,0 +1,58 @@
+"""The one place where torch.fx 1.13's text is rewritten before fxcpp's is compared to it.
+
+fxcpp aims to print exactly what torch.fx prints. Where the two differ by design
+(never by accident), the difference is listed here, with the reason, and the oracle
+rewrites torch.fx's text accordingly. docs/conformance.md shows the same table.
+
+Each normalization is (torch.fx text, fxcpp text, why). Texts are replaced as whole
+tokens: a qualified name is only replaced where it is not part of a longer name.
+"""
+
+import re
+
+# Pairs that do not depend on the cases.
+FIXED = [
+    ("[#users=", "[num_users=",
+     "torch.fx 1.13 prints '[#users=N]' in the graph printout; torch.fx >= 2.1, and fxcpp, print '[num_users=N]'."),
+]
+
+
+def functional_pairs(targets):
+    """For each torch.nn.functional.X target used, the name torch.fx 1.13 prints for it, if different.
+
+    In torch 1.13 several functions of torch.nn.functional (gelu, linear, softplus, ...)
+    are the C++ builtins of torch._C._nn themselves, so torch.fx prints their
+    __module__ (torch._C._nn.gelu). fxcpp knows a target only by the name it was given
+    and prints torch.nn.functional.gelu. The pairs are computed, not listed, so that any
+    new case using such a function is normalized the same way.
+    """
+    import torch.nn.functional as F
+    from torch.fx.node import _get_qualified_name
+
+    pairs = []
+    for target in sorted(set(targets)):
+        if not target.startswith("torch.nn.functional."):
+            continue
+        fn = getattr(F, target[len("torch.nn.functional."):])
+        qualified = _get_qualified_name(fn)
+        if qualified != target:
+            pairs.append((qualified, target,
+                          f"torch 1.13's F.{fn.__name__} is the builtin {qualified}; torch.fx prints the "
+                          f"builtin's module, fxcpp the public name {target}."))
+    return pairs
+
+
+def normalizations(targets):
+    """Every (torch.fx text, fxcpp text, why) that applies to cases using these call_function targets."""
+    return FIXED + functional_pairs(targets)
+
+
+def apply(text, pairs):
+    """Rewrites torch.fx's text into what fxcpp is expected to print."""
+    for old, new, _ in pairs:
+        if re.fullmatch(r"[\w.]+", old):
+            # A qualified name: not when preceded or followed by more of a name.
+            text = re.sub(r"(?<![\w.])" + re.escape(old) + r"(?![\w])", new, text)
+        else:
+            text = text.replace(old, new)
+    return text
