@@ -62,6 +62,9 @@ class Node {
   // create_node, which makes a given name unique, a rename is exact).
   void set_name(std::string_view name);
   Target target() const { return target_; }
+  // Retargets the node (FX's `node.target = F.gelu`). The name stays: torch.fx
+  // does not rename a node whose target changes.
+  void set_target(Target target);
   Graph& graph() const { return *graph_; }
   bool erased() const { return erased_; }
 

@@ -258,6 +258,14 @@ Argument Graph::graph_copy(const Graph& src, std::unordered_map<const Node*, Nod
   return None;
 }
 
+void Node::set_target(Target target) {
+  if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be retargeted");
+  if (target.str().empty()) throw GraphError("node " + quoted(this) + " cannot take an empty target");
+  graph_->bucket_remove(this);
+  target_ = target;
+  graph_->bucket_add(this);
+}
+
 void Node::set_name(std::string_view name) {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be renamed");
   if (name == name_) return;

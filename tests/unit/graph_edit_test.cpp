@@ -211,3 +211,23 @@ TEST(GraphEdit, NodeCopyAndGraphCopy) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GraphEdit, SetTargetKeepsTheNameAndReindexes) {
+  // The FX tutorial's transformation: relu -> gelu by assigning the target.
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* r = g.call_function("torch.relu", {g.call_module("linear1", {x})});
+  g.output(r);
+  r->set_target("torch.nn.functional.gelu");
+  EXPECT_EQ(r->name(), "relu");
+  EXPECT_TRUE(g.find_nodes(fx::Op::call_function, "torch.relu").empty());
+  EXPECT_EQ(g.find_nodes(fx::Op::call_function, "torch.nn.functional.gelu").size(), 1u);
+  EXPECT_EQ(g.python_code().src,
+            "\n\n\ndef forward(self, x):\n    linear1 = self.linear1(x);  x = None\n"
+            "    relu = torch.nn.functional.gelu(linear1);  linear1 = None\n    return relu\n    ");
+  EXPECT_THROW(r->set_target(""), fx::GraphError);
+}
+
+}  // namespace
