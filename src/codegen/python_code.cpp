@@ -17,6 +17,25 @@ namespace {
 
 std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
 
+// The comma-separated arguments of a generic type, split at top level.
+std::vector<std::string> split_type_args(std::string_view inner) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= inner.size(); ++i) {
+    if (i < inner.size() && inner[i] == '[') ++depth;
+    if (i < inner.size() && inner[i] == ']') --depth;
+    if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
+      std::string_view part = inner.substr(start, i - start);
+      while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+      while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+      out.emplace_back(part);
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
 // Names every node and global of one generated function in one namespace,
 // as FX does, so that a node named like a global is renamed in the code.
 class CodeNames final : public detail::NodeNamer {
@@ -37,31 +56,38 @@ class CodeNames final : public detail::NodeNamer {
   std::string global_name(std::string_view qualified) {
     if (detail::is_python_builtin(qualified))
       return record(ns_.create_name(qualified, detail::Namespace::builtin_identity(qualified)), qualified);
+    if (const void* custom = detail::Namespace::custom_builtin_identity(qualified))
+      return ns_.create_name(qualified, custom);
     return global(Target(qualified).entry());
   }
 
-  // FX's type_repr for an annotation spelled the way _type_repr prints it.
+  // FX's type_repr, for an annotation spelled the way _type_repr prints it
+  // (`torch.Tensor`, `typing.List[int]`, `typing.Optional[torch.Tensor]`).
   std::string type_repr(std::string_view t) {
     if (t == "()") return "()";
     size_t open = t.find('[');
     if (open == std::string_view::npos || t.back() != ']') return global_name(t);
-    std::string out = global_name(t.substr(0, open)) + "[";
-    std::string_view inner = t.substr(open + 1, t.size() - open - 2);
-    int depth = 0;
-    size_t start = 0;
-    bool first = true;
-    for (size_t i = 0; i <= inner.size(); ++i) {
-      if (i < inner.size() && inner[i] == '[') ++depth;
-      if (i < inner.size() && inner[i] == ']') --depth;
-      if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
-        std::string_view part = inner.substr(start, i - start);
-        while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-        while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
-        if (!first) out += ',';
-        out += type_repr(part);
-        first = false;
-        start = i + 1;
-      }
+    std::string origin(t.substr(0, open));
+    std::vector<std::string> args = split_type_args(t.substr(open + 1, t.size() - open - 2));
+    // What Python's typing objects report as __origin__ / __args__.
+    if (origin == "typing.Optional" || origin == "Optional") {
+      origin = "typing.Union";
+      args.push_back("NoneType");
+    }
+    static const std::pair<std::string_view, std::string_view> kOrigins[] = {
+        {"list", "typing.List"},
+        {"dict", "typing.Dict"},
+        {"set", "typing.Set"},
+        {"frozenset", "typing.FrozenSet"},
+        {"tuple", "typing.Tuple"}};
+    for (const auto& [builtin, typing_name] : kOrigins)
+      if (origin == builtin) origin = typing_name;
+    std::string out = global_name(origin);
+    if (args.size() == 1 && args[0] == "()") return out;  // Tuple[()] has no __args__
+    out += '[';
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (i) out += ',';
+      out += type_repr(args[i]);
     }
     return out + "]";
   }

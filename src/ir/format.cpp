@@ -35,7 +35,7 @@ std::string Graph::print_tabular() const {
   std::array<size_t, kCols> width{};
   for (size_t c = 0; c < kCols; ++c) {
     width[c] = headers[c].size() + 2;
-    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+    for (const auto& r : rows) width[c] = std::max(width[c], detail::display_width(r[c]));
   }
   std::string out;
   auto line = [&](const std::array<std::string, kCols>& cells) {
@@ -43,7 +43,7 @@ std::string Graph::print_tabular() const {
     for (size_t c = 0; c < kCols; ++c) {
       if (c) l += "  ";
       l += cells[c];
-      if (c + 1 < kCols) l.append(width[c] - cells[c].size(), ' ');
+      if (c + 1 < kCols) l.append(width[c] - detail::display_width(cells[c]), ' ');
     }
     while (!l.empty() && l.back() == ' ') l.pop_back();
     out += l;

@@ -52,6 +52,12 @@ const void* Namespace::builtin_identity(std::string_view name) {
   return Target(std::string("builtins.") + std::string(name)).entry();
 }
 
+const void* Namespace::custom_builtin_identity(std::string_view name) {
+  for (const auto& b : kCustomBuiltins)
+    if (b.name == name) return Target(b.target).entry();
+  return nullptr;
+}
+
 void Namespace::add_custom_builtins() {
   for (const auto& b : kCustomBuiltins) create_name(b.name, Target(b.target).entry());
 }
@@ -70,6 +76,19 @@ bool Namespace::claim(const std::string& name) {
   return true;
 }
 
+// The first free `base_k` with k > num, searching from a remembered suffix
+// for the base: every base_1 .. base_{hint-1} is known to be taken.
+std::string Namespace::next_free(const std::string& base, uint64_t num, const void* obj) {
+  uint64_t& hint = next_suffix_[base];
+  if (hint == 0) hint = 1;
+  uint64_t k = std::max(num + 1, hint);
+  bool contiguous = num + 1 <= hint;
+  std::string name = base + "_" + std::to_string(k);
+  while (taken(name, obj)) name = base + "_" + std::to_string(++k);
+  if (contiguous) hint = k + 1;
+  return name;
+}
+
 bool Namespace::taken(const std::string& name, const void* obj) const {
   return used_.count(name) != 0 || is_illegal(name, obj);
 }
@@ -84,27 +103,35 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
     throw GraphError("invalid node name '" + std::string(raw) + "': a name must not be empty");
 
   // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$; the number is
-  // re-printed, so `x_007` becomes `x_7` as in Python.
-  std::string base = candidate;
-  uint64_t num = 0;
+  // re-printed as Python's int() would, so `x_007` becomes `x_7`.
   size_t us = candidate.rfind('_');
-  if (us != std::string::npos && us + 1 < candidate.size() && candidate.size() - us - 1 <= 18 &&
-      std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(),
-                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-    std::from_chars(candidate.data() + us + 1, candidate.data() + candidate.size(), num);
-    base = candidate.substr(0, us);
-    candidate = base + "_" + std::to_string(num);
-  }
-
-  if (taken(candidate, obj)) {
-    uint64_t& hint = next_suffix_[base];
-    if (hint == 0) hint = 1;
-    uint64_t k = std::max(num + 1, hint);
-    bool contiguous = num + 1 <= hint;
-    std::string name = base + "_" + std::to_string(k);
-    while (taken(name, obj)) name = base + "_" + std::to_string(++k);
-    if (contiguous) hint = k + 1;
-    candidate = std::move(name);
+  bool has_suffix = us != std::string::npos && us + 1 < candidate.size() &&
+                    std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(),
+                                [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  if (!has_suffix) {
+    if (taken(candidate, obj)) candidate = next_free(candidate, 0, obj);
+  } else {
+    std::string base = candidate.substr(0, us);
+    std::string digits = candidate.substr(us + 1);
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+    candidate = base + "_" + digits;
+    if (taken(candidate, obj)) {
+      if (digits.size() <= 18) {
+        uint64_t num = 0;
+        std::from_chars(digits.data(), digits.data() + digits.size(), num);
+        candidate = next_free(base, num, obj);
+      } else {  // beyond 64 bits: count up in decimal, as Python's big ints do
+        do {
+          size_t k = digits.size();
+          while (k > 0 && digits[k - 1] == '9') digits[--k] = '0';
+          if (k == 0)
+            digits.insert(digits.begin(), '1');
+          else
+            ++digits[k - 1];
+          candidate = base + "_" + digits;
+        } while (taken(candidate, obj));
+      }
+    }
   }
   used_.insert(candidate);
   if (obj != nullptr) names_of_.emplace(obj, candidate);

@@ -29,9 +29,12 @@ class Namespace {
 
   // The identity under which a Python builtin (`getattr`, `int`) is known.
   static const void* builtin_identity(std::string_view name);
+  // The identity of one of FX's custom builtins (`NoneType`, `device`...), or nullptr.
+  static const void* custom_builtin_identity(std::string_view name);
 
  private:
   bool taken(const std::string& name, const void* obj) const;
+  std::string next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
 
   std::unordered_set<std::string> used_;

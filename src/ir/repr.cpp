@@ -3,10 +3,12 @@
 #include <fx/error.h>
 #include <fx/node.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 namespace fx::detail {
 
@@ -74,32 +76,79 @@ std::string repr_float(double d) {
   return out;
 }
 
+namespace {
+struct CodeRange {
+  char32_t first, last;
+};
+constexpr CodeRange kNonPrintable[] = {
+#include "unicode_nonprintable.inc"
+};
+
+bool is_printable(char32_t c) {
+  const CodeRange* it = std::upper_bound(std::begin(kNonPrintable), std::end(kNonPrintable), c,
+                                         [](char32_t v, const CodeRange& r) { return v < r.first; });
+  return it == std::begin(kNonPrintable) || c > (it - 1)->last;
+}
+
+// Decodes one UTF-8 sequence at s[i]; returns its length, or 0 if invalid.
+size_t decode_utf8(std::string_view s, size_t i, char32_t& c) {
+  auto b = static_cast<unsigned char>(s[i]);
+  size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  c = len == 1 ? b : b & (0x7F >> len);
+  for (size_t k = 1; k < len; ++k) {
+    auto cb = static_cast<unsigned char>(s[i + k]);
+    if ((cb & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (cb & 0x3F);
+  }
+  return len;
+}
+}  // namespace
+
+// Python's str repr: single quotes unless only those occur inside,
+// backslash escapes for the quote, \\, \n, \r, \t and for every character
+// str.isprintable() rejects (\xNN, \uNNNN, \UNNNNNNNN).
 std::string repr_string(std::string_view s) {
   bool has_single = s.find('\'') != std::string_view::npos;
   bool has_double = s.find('"') != std::string_view::npos;
   char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (ch == quote || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += ch;
+  char esc[16];
+  for (size_t i = 0; i < s.size();) {
+    char32_t c = 0;
+    size_t len = decode_utf8(s, i, c);
+    if (len == 0) {  // not UTF-8: escape the byte
+      std::snprintf(esc, sizeof esc, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += esc;
+      ++i;
+      continue;
     }
+    if (c == static_cast<char32_t>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (!is_printable(c)) {
+      unsigned code = static_cast<unsigned>(c);
+      std::snprintf(esc, sizeof esc, code < 0x100 ? "\\x%02x" : code < 0x10000 ? "\\u%04x" : "\\U%08x", code);
+      out += esc;
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
   }
   out += quote;
   return out;
+}
+
+size_t display_width(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
 }
 
 std::string repr_dtype(c10::ScalarType t) {

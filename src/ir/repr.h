@@ -19,6 +19,8 @@ const NodeNamer& plain_names();
 
 std::string repr_float(double d);
 std::string repr_string(std::string_view s);
+// The number of characters (code points) of UTF-8 text, as tabulate counts them.
+size_t display_width(std::string_view s);
 std::string repr_dtype(c10::ScalarType t);
 std::string repr_layout(c10::Layout l);
 std::string repr_memory_format(c10::MemoryFormat m);

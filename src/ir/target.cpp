@@ -66,7 +66,8 @@ void describe(TargetEntry& e) {
     e.inplace_format = find_format(kInplace, e.py_name);
   }
   e.is_builtin = e.py_module == "builtins";
-  e.code_name = e.is_builtin ? e.py_name : e.name;
+  // FX's codegen names a global from the function's real module: `_operator.not_`.
+  e.code_name = e.is_builtin ? e.py_name : e.py_module == "_operator" ? "_operator." + e.py_name : e.name;
   e.from_torch = e.py_module == "torch" || e.py_module.starts_with("torch.");
   e.name_hint = detail::snake_case(e.py_name);
   bool magic = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
