@@ -1,0 +1,99 @@
+#pragma once
+// fx runtime: makes graph targets executable on LibTorch.
+//
+// A GraphModule / Interpreter resolves each call_function target with
+// resolve_function() and each call_method target with resolve_method() once,
+// then calls the returned Callable for every execution with the node's
+// arguments converted to c10::IValue (to_ivalue, with node values
+// substituted). See docs/runtime.md.
+//
+//   auto relu = fx::resolve_function("torch.relu");
+//   c10::IValue y = relu->call({x}, {});
+//
+// Every error (unknown name, arguments that fit no overload, an error raised
+// inside ATen) is an fx::Error naming the target; nothing aborts.
+
+#include <fx/argument.h>
+#include <fx/error.h>
+#include <fx/target.h>
+
+#include <ATen/core/ivalue.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fx {
+
+class Node;
+
+// ---- values ---------------------------------------------------------------
+
+// Converts a constant argument to the value the runtime passes around:
+//   None -> None, bool -> bool, int -> int, float -> double, str -> str,
+//   tuple -> tuple, list -> int list / double list / bool list / tensor list
+//   when all items are of that kind (an empty list is an int list), otherwise
+//   a generic list, dict -> generic dict with str keys,
+//   torch.dtype / torch.layout / torch.memory_format -> int (TorchScript's
+//   encoding: the enum's value), torch.device -> Device,
+//   slice -> a slice value (slice_ivalue), Ellipsis -> ellipsis_ivalue(),
+//   Opaque -> its IValue when it was made by make_opaque.
+// Throws fx::Error for a node (the caller substitutes values: use the
+// overload below) and for an Opaque not made by make_opaque.
+c10::IValue to_ivalue(const Argument& a);
+// The same, with every node n inside `a` replaced by node_value(n).
+c10::IValue to_ivalue(const Argument& a, const std::function<c10::IValue(const Node*)>& node_value);
+
+// Python's slice(start, stop, step) and Ellipsis as IValues. They are
+// capsules only operator.getitem (and the helpers below) understand; each part
+// of a slice is None or an int (or a 0-dim integer tensor).
+c10::IValue slice_ivalue(c10::IValue start, c10::IValue stop, c10::IValue step);
+c10::IValue ellipsis_ivalue();
+bool is_slice(const c10::IValue& v);
+bool is_ellipsis(const c10::IValue& v);
+// The three parts of a slice value; throws fx::Error when `v` is not one.
+std::vector<c10::IValue> slice_parts(const c10::IValue& v);
+
+// An Opaque argument carrying `value` (e.g. a tensor constant), which
+// to_ivalue turns back into `value`.
+Opaque make_opaque(c10::IValue value, std::string repr);
+
+// Python's name for the type of a runtime value: "Tensor", "int", "float",
+// "bool", "str", "NoneType", "tuple", "list", "dict", "device", "slice"...
+std::string python_type_name(const c10::IValue& v);
+
+// ---- callables -------------------------------------------------------------
+
+using IValueKwargs = std::vector<std::pair<std::string, c10::IValue>>;
+
+// Something a call_function or call_method node runs. Thread-safe: call()
+// may run concurrently from several threads.
+class Callable {
+ public:
+  virtual ~Callable() = default;
+  virtual c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const = 0;
+  // For messages: the target and what it runs (the ATen schemas or the adapter).
+  virtual std::string describe() const;
+};
+
+// Resolves a call_function target (`torch.relu`, `operator.add`,
+// `torch.nn.functional.gelu`, `torch.ops.aten.addmm.default`,
+// `builtins.getattr`, `math.sqrt`, ...). Results are cached per name.
+// Throws fx::Error naming the target when nothing by that name exists.
+std::shared_ptr<const Callable> resolve_function(const Target& target);
+// Resolves a call_method target (a Tensor method name: `view`, `size`,
+// `clamp`, ...); the callable takes self as its first argument.
+std::shared_ptr<const Callable> resolve_method(std::string_view method);
+
+// Registers (or replaces) a call_function target, e.g. for a user function a
+// graph calls. Later resolve_function calls return `fn`.
+void register_function(const Target& target, std::shared_ptr<const Callable> fn);
+
+// A Callable from a plain function (for register_function and adapters).
+std::shared_ptr<const Callable> make_callable(
+    std::string description, std::function<c10::IValue(std::vector<c10::IValue>&, IValueKwargs&)> fn);
+
+}  // namespace fx

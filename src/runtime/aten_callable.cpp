@@ -1,0 +1,368 @@
+// Calling an ATen overload set: choose the overload per call the way Python's
+// argument parser does, cache the choice per argument-type signature, convert
+// the arguments to the schema's types, call through the dispatcher.
+
+#include "internal.h"
+
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace fx::runtime {
+
+namespace {
+
+// A compact description of a value's type; equal keys bind the same way.
+void append_key(std::string& key, const c10::IValue& v) {
+  if (v.isTensor()) {
+    key += 'T';
+  } else if (v.isNone()) {
+    key += 'N';
+  } else if (v.isBool()) {
+    key += 'b';
+  } else if (v.isInt()) {
+    key += 'i';
+  } else if (v.isDouble()) {
+    key += 'd';
+  } else if (v.isComplexDouble()) {
+    key += 'c';
+  } else if (v.isString()) {
+    key += 's';
+  } else if (v.isDevice()) {
+    key += 'D';
+  } else if (v.isIntList()) {
+    key += 'I';
+  } else if (v.isDoubleList()) {
+    key += 'F';
+  } else if (v.isBoolList()) {
+    key += 'B';
+  } else if (v.isTensorList()) {
+    key += 'L';
+  } else if (v.isTuple() || v.isList()) {
+    key += v.isTuple() ? '(' : '[';
+    for (const auto& e : sequence_items(v)) append_key(key, e);
+    key += v.isTuple() ? ')' : ']';
+  } else {
+    key += '?';
+  }
+}
+
+bool is_int_like(const c10::IValue& v) { return v.isInt(); }
+
+bool is_int_list_type(const c10::TypePtr& t) {
+  const c10::Type* u = t.get();
+  if (u->kind() == c10::TypeKind::OptionalType) u = u->castRaw<c10::OptionalType>()->getElementType().get();
+  if (u->kind() != c10::TypeKind::ListType) return false;
+  auto k = u->castRaw<c10::ListType>()->getElementType()->kind();
+  return k == c10::TypeKind::IntType || k == c10::TypeKind::SymIntType;
+}
+
+// Converts `v` to the schema type `t` (with fixed list size N), the way
+// Python's argument parser accepts it. nullopt when it does not fit.
+std::optional<c10::IValue> fit(const c10::TypePtr& t, std::optional<int32_t> N, const c10::IValue& v, bool wrap) {
+  switch (t->kind()) {
+    case c10::TypeKind::AnyType:
+      return v;
+    case c10::TypeKind::TensorType:
+      if (v.isTensor()) return v;
+      if (wrap && is_number(v)) return wrapped_scalar(v);
+      return std::nullopt;
+    case c10::TypeKind::OptionalType:
+      if (v.isNone()) return v;
+      return fit(t->castRaw<c10::OptionalType>()->getElementType(), N, v, wrap);
+    case c10::TypeKind::IntType:
+    case c10::TypeKind::SymIntType:
+      if (v.isInt()) return v;
+      return std::nullopt;
+    case c10::TypeKind::FloatType:
+      if (v.isDouble()) return v;
+      if (v.isInt()) return static_cast<double>(v.toInt());
+      return std::nullopt;
+    case c10::TypeKind::ComplexType:
+      if (v.isComplexDouble()) return v;
+      if (v.isDouble() || v.isInt()) return c10::complex<double>(to_double("", v), 0.0);
+      return std::nullopt;
+    case c10::TypeKind::BoolType:
+      if (v.isBool()) return v;
+      return std::nullopt;
+    case c10::TypeKind::NumberType:
+      if (is_number(v) || v.isComplexDouble()) return v;
+      return std::nullopt;
+    case c10::TypeKind::StringType:
+      if (v.isString()) return v;
+      return std::nullopt;
+    case c10::TypeKind::DeviceObjType:
+      if (v.isDevice()) return v;
+      if (v.isString()) {
+        try {
+          return c10::Device(v.toStringRef());
+        } catch (const c10::Error&) {
+          return std::nullopt;
+        }
+      }
+      return std::nullopt;
+    case c10::TypeKind::ListType: {
+      const c10::TypePtr& elem = t->castRaw<c10::ListType>()->getElementType();
+      const bool seq = is_sequence(v);
+      switch (elem->kind()) {
+        case c10::TypeKind::IntType:
+        case c10::TypeKind::SymIntType: {
+          if (v.isIntList()) return v;
+          if (v.isInt() && N) return c10::List<int64_t>(std::vector<int64_t>(static_cast<size_t>(*N), v.toInt()));
+          if (!seq) return std::nullopt;
+          c10::List<int64_t> l;
+          for (const auto& e : sequence_items(v)) {
+            if (!e.isInt()) return std::nullopt;
+            l.push_back(e.toInt());
+          }
+          return l;
+        }
+        case c10::TypeKind::FloatType: {
+          if (v.isDoubleList()) return v;
+          if ((v.isDouble() || v.isInt()) && N)
+            return c10::List<double>(std::vector<double>(static_cast<size_t>(*N), to_double("", v)));
+          if (!seq) return std::nullopt;
+          c10::List<double> l;
+          for (const auto& e : sequence_items(v)) {
+            if (!(e.isDouble() || e.isInt())) return std::nullopt;
+            l.push_back(to_double("", e));
+          }
+          return l;
+        }
+        case c10::TypeKind::BoolType: {
+          if (v.isBoolList()) return v;
+          if (!seq) return std::nullopt;
+          c10::List<bool> l;
+          for (const auto& e : sequence_items(v)) {
+            if (!e.isBool()) return std::nullopt;
+            l.push_back(e.toBool());
+          }
+          return l;
+        }
+        case c10::TypeKind::TensorType: {
+          if (v.isTensorList()) return v;
+          if (!seq) return std::nullopt;
+          c10::List<at::Tensor> l;
+          for (const auto& e : sequence_items(v)) {
+            if (!e.isTensor()) return std::nullopt;
+            l.push_back(e.toTensor());
+          }
+          return l;
+        }
+        case c10::TypeKind::OptionalType: {
+          if (elem->castRaw<c10::OptionalType>()->getElementType()->kind() != c10::TypeKind::TensorType) break;
+          if (!seq) return std::nullopt;
+          c10::List<c10::optional<at::Tensor>> l;
+          for (const auto& e : sequence_items(v)) {
+            if (e.isNone())
+              l.push_back(c10::nullopt);
+            else if (e.isTensor())
+              l.push_back(e.toTensor());
+            else
+              return std::nullopt;
+          }
+          return l;
+        }
+        default:
+          break;
+      }
+      if (!seq) return std::nullopt;
+      c10::impl::GenericList l(elem);
+      for (const auto& e : sequence_items(v)) {
+        auto f = fit(elem, std::nullopt, e, wrap);
+        if (!f) return std::nullopt;
+        l.push_back(std::move(*f));
+      }
+      return l;
+    }
+    default:
+      return std::nullopt;  // Generator, Storage, Dimname lists of other kinds...: not from a graph
+  }
+}
+
+bool is_out_overload(const c10::FunctionSchema& s) {
+  for (const auto& a : s.arguments())
+    if (a.kwarg_only() && a.alias_info() && a.alias_info()->isWrite()) return true;
+  const std::string& o = s.overload_name();
+  return o == "out" || (o.size() > 4 && o.compare(o.size() - 4, 4, "_out") == 0);
+}
+
+class AtenCallable final : public Callable {
+ public:
+  AtenCallable(std::string display, std::vector<c10::OperatorHandle> ops, bool method, bool varargs)
+      : display_(std::move(display)), method_(method), varargs_(varargs) {
+    std::stable_sort(ops.begin(), ops.end(), [](const c10::OperatorHandle& a, const c10::OperatorHandle& b) {
+      const auto& sa = a.schema();
+      const auto& sb = b.schema();
+      auto rank = [](const c10::FunctionSchema& s) {
+        return std::make_tuple(is_out_overload(s), !s.overload_name().empty(), s.overload_name());
+      };
+      return rank(sa) < rank(sb);
+    });
+    ops_ = std::move(ops);
+    // Python returns named tuples (torch.return_types.max: values, indices) where
+    // the schema names its results; keep the names for getattr(result, "values").
+    for (const auto& op : ops_) {
+      const auto& rets = op.schema().returns();
+      std::vector<std::string> names;
+      std::vector<c10::TypePtr> types;
+      for (const auto& r : rets) {
+        if (r.name().empty()) break;
+        names.push_back(r.name());
+        types.push_back(r.type());
+      }
+      if (rets.size() > 1 && names.size() == rets.size()) {
+        std::string base = op.schema().name().substr(op.schema().name().find("::") + 2);
+        return_types_.push_back(
+            c10::TupleType::createNamed(c10::QualifiedName("torch.return_types." + base), names, types));
+      } else {
+        return_types_.push_back(nullptr);
+      }
+    }
+  }
+
+  c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const override {
+    std::string key;
+    key.reserve(16);
+    for (const auto& a : args) append_key(key, a);
+    for (const auto& [k, v] : kwargs) {
+      key += '|';
+      key += k;
+      key += '=';
+      append_key(key, v);
+    }
+    int choice = -1;
+    {
+      std::shared_lock lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) choice = it->second;
+    }
+    torch::jit::Stack stack;
+    if (choice >= 0) {
+      if (!bind_schema(ops_[static_cast<size_t>(choice / 2)].schema(), args, kwargs, choice % 2 == 1, &stack))
+        choice = -1;  // cannot happen for equal keys; rematch to be safe
+    }
+    if (choice < 0) {
+      for (int wrap = 0; wrap < 2 && choice < 0; ++wrap) {
+        for (size_t i = 0; i < ops_.size(); ++i) {
+          stack.clear();
+          if (bind_schema(ops_[i].schema(), args, kwargs, wrap == 1, &stack)) {
+            choice = static_cast<int>(i) * 2 + wrap;
+            break;
+          }
+        }
+      }
+      if (choice < 0) throw Error(no_match(args, kwargs));
+      std::unique_lock lock(mu_);
+      cache_.emplace(std::move(key), choice);
+    }
+    const c10::OperatorHandle& op = ops_[static_cast<size_t>(choice / 2)];
+    try {
+      op.callBoxed(stack);
+    } catch (const c10::Error& e) {
+      throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) + "): " + e.what_without_backtrace());
+    }
+    for (auto& v : stack)
+      if (v.isSymInt()) v = v.toSymInt().expect_int();
+    if (stack.empty()) return c10::IValue();
+    if (stack.size() == 1) return std::move(stack[0]);
+    if (const auto& t = return_types_[static_cast<size_t>(choice / 2)])
+      return c10::ivalue::Tuple::createNamed(std::move(stack), t);
+    return c10::ivalue::Tuple::create(std::move(stack));
+  }
+
+  std::string describe() const override {
+    std::ostringstream os;
+    os << display_ << " -> ";
+    for (size_t i = 0; i < ops_.size(); ++i) os << (i ? " | " : "") << ops_[i].schema();
+    return os.str();
+  }
+
+ private:
+  bool bind_schema(const c10::FunctionSchema& s, const std::vector<c10::IValue>& args, const IValueKwargs& kwargs,
+                   bool wrap, torch::jit::Stack* out) const {
+    const auto& params = s.arguments();
+    size_t npos = 0;
+    while (npos < params.size() && !params[npos].kwarg_only()) ++npos;
+    std::vector<std::optional<c10::IValue>> slots(params.size());
+    // Python's *size: `x.view(2, 3)`, `torch.zeros(2, 3)` — a signature whose only
+    // positional parameter (after self) is an int list takes trailing ints.
+    const size_t self_off = method_ ? 1 : 0;
+    const std::vector<c10::IValue>* pos = &args;
+    std::vector<c10::IValue> packed;
+    if (varargs_ && npos == self_off + 1 && args.size() > self_off && is_int_list_type(params[self_off].type()) &&
+        std::all_of(args.begin() + static_cast<std::ptrdiff_t>(self_off), args.end(), is_int_like)) {
+      c10::List<int64_t> l;
+      for (size_t i = self_off; i < args.size(); ++i) l.push_back(args[i].toInt());
+      packed.assign(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(self_off));
+      packed.emplace_back(std::move(l));
+      pos = &packed;
+    }
+    if (pos->size() > npos) return false;
+    for (size_t i = 0; i < pos->size(); ++i) {
+      auto f = fit(params[i].type(), params[i].N(), (*pos)[i], wrap);
+      if (!f) return false;
+      slots[i] = std::move(*f);
+    }
+    for (const auto& [k, v] : kwargs) {
+      size_t i = 0;
+      for (; i < params.size(); ++i) {
+        const std::string& n = params[i].name();
+        if (n == k || (!method_ && n == "self" && k == "input")) break;
+      }
+      if (i == params.size() || slots[i]) return false;
+      if (method_ && i == 0) return false;
+      auto f = fit(params[i].type(), params[i].N(), v, wrap);
+      if (!f) return false;
+      slots[i] = std::move(*f);
+    }
+    out->reserve(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (slots[i]) {
+        out->push_back(std::move(*slots[i]));
+      } else if (params[i].default_value()) {
+        out->push_back(*params[i].default_value());
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string no_match(const std::vector<c10::IValue>& args, const IValueKwargs& kwargs) const {
+    std::ostringstream os;
+    os << display_ << ": no overload accepts the arguments (";
+    bool first = true;
+    for (const auto& a : args) {
+      os << (first ? "" : ", ") << python_type_name(a);
+      first = false;
+    }
+    for (const auto& [k, v] : kwargs) {
+      os << (first ? "" : ", ") << k << "=" << python_type_name(v);
+      first = false;
+    }
+    os << "); candidates:";
+    for (const auto& op : ops_) os << "\n  " << op.schema();
+    return os.str();
+  }
+
+  std::string display_;
+  std::vector<c10::OperatorHandle> ops_;
+  std::vector<c10::TupleTypePtr> return_types_;  // per op; null when unnamed
+  bool method_;
+  bool varargs_;
+  mutable std::shared_mutex mu_;
+  mutable std::unordered_map<std::string, int> cache_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Callable> make_aten_callable(std::string display, std::vector<c10::OperatorHandle> ops,
+                                                   bool method) {
+  const bool varargs = display.rfind("torch.ops.", 0) != 0;
+  return std::make_shared<AtenCallable>(std::move(display), std::move(ops), method, varargs);
+}
+
+}  // namespace fx::runtime

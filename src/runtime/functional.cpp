@@ -1,0 +1,412 @@
+// torch.nn.functional.* adapters: only where the Python signature differs from
+// the ATen schema (an `inplace` flag choosing op vs op_, argument order,
+// None meaning "like kernel_size", legacy reduction flags, Python-side
+// computation). Everything else in F resolves to aten::<name> directly.
+
+#include "internal.h"
+
+#include <cmath>
+
+namespace fx::runtime {
+
+namespace {
+
+const std::string kF = "torch.nn.functional.";
+
+struct Reg {
+  Adapters& ad;
+  // Registers F.<name> with Python parameters `params`; `body` gets them bound.
+  void operator()(const std::string& name, std::vector<Param> params,
+                  std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)> body) const {
+    const std::string fn = kF + name;
+    ad.function(fn, [fn, params = std::move(params), body = std::move(body)](std::vector<c10::IValue>& args,
+                                                                            IValueKwargs& kwargs) {
+      auto a = bind(fn, params, args, kwargs);
+      return body(fn, a);
+    });
+  }
+};
+
+// F.<name>(input, <scalars...>, inplace=False) -> aten::<op>(input, scalars) or aten::<op>_.
+void inplace_unary(const Reg& reg, const std::string& name, const std::string& aten, std::vector<Param> scalars) {
+  std::vector<Param> params{req("input")};
+  params.insert(params.end(), scalars.begin(), scalars.end());
+  params.push_back(opt("inplace", false));
+  reg(name, params, [aten](const std::string& fn, std::vector<c10::IValue>& a) {
+    const bool inplace = to_bool(fn, a.back());
+    a.pop_back();
+    return call_aten(inplace ? aten + "_" : aten, std::move(a));
+  });
+}
+
+int64_t reduction_enum(const std::string& fn, const c10::IValue& size_average, const c10::IValue& reduce,
+                       const c10::IValue& reduction) {
+  std::string r;
+  if (!size_average.isNone() || !reduce.isNone()) {  // torch.nn._reduction.legacy_get_string
+    const bool sa = size_average.isNone() ? true : truth(fn, size_average);
+    const bool rd = reduce.isNone() ? true : truth(fn, reduce);
+    r = !rd ? "none" : sa ? "mean" : "sum";
+  } else {
+    r = to_str(fn, reduction);
+  }
+  if (r == "none") return at::Reduction::None;
+  if (r == "mean") return at::Reduction::Mean;
+  if (r == "sum") return at::Reduction::Sum;
+  throw Error(fn + ": ValueError: " + r + " is not a valid value for reduction");
+}
+
+int64_t softmax_dim(const std::string& fn, const c10::IValue& dim, int64_t ndim) {
+  if (!dim.isNone()) return to_int(fn, dim);
+  return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1;  // F._get_softmax_dim
+}
+
+std::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return std::nullopt;
+  return static_cast<c10::ScalarType>(to_int(fn, v));
+}
+
+// F.adaptive_*_pool: None in output_size keeps the input's size.
+std::vector<int64_t> adaptive_size(const std::string& fn, const at::Tensor& input, const c10::IValue& v, size_t n) {
+  std::vector<int64_t> out;
+  if (v.isInt()) return std::vector<int64_t>(n, v.toInt());
+  auto items = sequence_items(v);
+  if (!is_sequence(v)) type_error(fn, "output_size must be an int or a sequence, got " + python_type_name(v));
+  if (items.size() != n) type_error(fn, "output_size must have " + std::to_string(n) + " elements");
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(items[i].isNone() ? input.size(input.dim() - static_cast<int64_t>(n) + static_cast<int64_t>(i))
+                                    : to_int(fn, items[i]));
+  return out;
+}
+
+c10::IValue pair(std::tuple<at::Tensor, at::Tensor> t) {
+  return c10::ivalue::Tuple::create({std::get<0>(t), std::get<1>(t)});
+}
+
+}  // namespace
+
+void register_functional(Adapters& ad) {
+  Reg reg{ad};
+
+  // ---- activations with `inplace` -----------------------------------------
+  inplace_unary(reg, "relu", "relu", {});
+  inplace_unary(reg, "elu", "elu", {opt("alpha", 1.0)});
+  inplace_unary(reg, "leaky_relu", "leaky_relu", {opt("negative_slope", 0.01)});
+  inplace_unary(reg, "hardtanh", "hardtanh", {opt("min_val", -1.0), opt("max_val", 1.0)});
+  inplace_unary(reg, "silu", "silu", {});
+  inplace_unary(reg, "hardswish", "hardswish", {});
+  inplace_unary(reg, "hardsigmoid", "hardsigmoid", {});
+  inplace_unary(reg, "mish", "mish", {});
+  inplace_unary(reg, "selu", "selu", {});
+  inplace_unary(reg, "celu", "celu", {opt("alpha", 1.0)});
+  inplace_unary(reg, "threshold", "threshold", {req("threshold"), req("value")});
+  reg("relu6", {req("input"), opt("inplace", false)}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor x = to_tensor(fn, a[0]);
+    return c10::IValue(to_bool(fn, a[1]) ? at::hardtanh_(x, 0, 6) : at::hardtanh(x, 0, 6));
+  });
+  reg("logsigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::log_sigmoid(to_tensor(fn, a[0])));
+  });
+  reg("softsign", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor x = to_tensor(fn, a[0]);
+    return c10::IValue(x / (x.abs() + 1));
+  });
+  reg("tanhshrink", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor x = to_tensor(fn, a[0]);
+    return c10::IValue(x - x.tanh());
+  });
+  reg("sigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::sigmoid(to_tensor(fn, a[0])));
+  });
+  reg("tanh", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::tanh(to_tensor(fn, a[0])));
+  });
+
+  // ---- dropout: (p, training, inplace) --------------------------------------
+  struct Drop {
+    const char* name;
+    bool feature;
+    bool alpha;
+    bool training_default;
+  };
+  static constexpr Drop kDrops[] = {
+      {"dropout", false, false, true},   {"dropout1d", true, false, true}, {"dropout2d", true, false, true},
+      {"dropout3d", true, false, true},  {"alpha_dropout", false, true, false},
+      {"feature_alpha_dropout", true, true, false},
+  };
+  for (const Drop& d : kDrops) {
+    const Drop* dp = &d;
+    reg(d.name, {req("input"), opt("p", 0.5), opt("training", d.training_default), opt("inplace", false)},
+        [dp](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          const double p = to_double(fn, a[1]);
+          if (p < 0.0 || p > 1.0)
+            throw Error(fn + ": ValueError: dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+          const bool train = to_bool(fn, a[2]), inplace = to_bool(fn, a[3]);
+          if (dp->alpha)
+            return c10::IValue(dp->feature ? (inplace ? at::feature_alpha_dropout_(x, p, train)
+                                                      : at::feature_alpha_dropout(x, p, train))
+                                           : (inplace ? at::alpha_dropout_(x, p, train) : at::alpha_dropout(x, p, train)));
+          if (dp->feature)
+            return c10::IValue(inplace ? at::feature_dropout_(x, p, train) : at::feature_dropout(x, p, train));
+          return c10::IValue(inplace ? at::dropout_(x, p, train) : at::dropout(x, p, train));
+        });
+  }
+
+  // ---- softmax family: (dim=None, _stacklevel=3, dtype=None) ---------------
+  for (const char* name : {"softmax", "log_softmax", "softmin"}) {
+    const std::string n = name;
+    reg(n, {req("input"), opt("dim", c10::IValue()), opt("_stacklevel", int64_t{3}), opt("dtype", c10::IValue())},
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          const int64_t dim = softmax_dim(fn, a[1], x.dim());
+          auto dtype = opt_dtype(fn, a[3]);
+          if (n == "softmax") return c10::IValue(at::softmax(x, dim, dtype));
+          if (n == "log_softmax") return c10::IValue(at::log_softmax(x, dim, dtype));
+          return c10::IValue(at::softmax(-x, dim, dtype));
+        });
+  }
+
+  // ---- normalization: Python argument order differs from ATen's -------------
+  reg("batch_norm",
+      {req("input"), req("running_mean"), req("running_var"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
+       opt("training", false), opt("momentum", 0.1), opt("eps", 1e-5)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        at::Tensor x = to_tensor(fn, a[0]);
+        const bool training = to_bool(fn, a[5]);
+        if (training) {  // F._verify_batch_size
+          int64_t size_prods = x.size(0);
+          for (int64_t i = 2; i < x.dim(); ++i) size_prods *= x.size(i);
+          if (size_prods == 1)
+            throw Error(fn + ": ValueError: Expected more than 1 value per channel when training");
+        }
+        return c10::IValue(at::batch_norm(x, to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]),
+                                          to_opt_tensor(fn, a[2]), training, to_double(fn, a[6]), to_double(fn, a[7]),
+                                          at::globalContext().userEnabledCuDNN()));
+      });
+  reg("instance_norm",
+      {req("input"), opt("running_mean", c10::IValue()), opt("running_var", c10::IValue()), opt("weight", c10::IValue()),
+       opt("bias", c10::IValue()), opt("use_input_stats", true), opt("momentum", 0.1), opt("eps", 1e-5)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::instance_norm(to_tensor(fn, a[0]), to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]),
+                                             to_opt_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), to_bool(fn, a[5]),
+                                             to_double(fn, a[6]), to_double(fn, a[7]),
+                                             at::globalContext().userEnabledCuDNN()));
+      });
+  reg("layer_norm",
+      {req("input"), req("normalized_shape"), opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("eps", 1e-5)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::layer_norm(to_tensor(fn, a[0]), to_int_list(fn, a[1], 1), to_opt_tensor(fn, a[2]),
+                                          to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
+                                          at::globalContext().userEnabledCuDNN()));
+      });
+  reg("group_norm",
+      {req("input"), req("num_groups"), opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("eps", 1e-5)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::group_norm(to_tensor(fn, a[0]), to_int(fn, a[1]), to_opt_tensor(fn, a[2]),
+                                          to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
+                                          at::globalContext().userEnabledCuDNN()));
+      });
+  reg("normalize", {req("input"), opt("p", 2.0), opt("dim", int64_t{1}), opt("eps", 1e-12), opt("out", c10::IValue())},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        at::Tensor x = to_tensor(fn, a[0]);
+        at::Tensor denom =
+            x.norm(to_scalar(fn, a[1]), {to_int(fn, a[2])}, true).clamp_min(to_double(fn, a[3])).expand_as(x);
+        if (!a[4].isNone()) return c10::IValue(at::div_out(to_tensor(fn, a[4]), x, denom));
+        return c10::IValue(x / denom);
+      });
+
+  // ---- pooling: stride=None means kernel_size; return_indices ---------------
+  for (int nd = 1; nd <= 3; ++nd) {
+    const size_t n = static_cast<size_t>(nd);
+    reg("max_pool" + std::to_string(nd) + "d",
+        {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
+         opt("dilation", int64_t{1}), opt("ceil_mode", false), opt("return_indices", false)},
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          auto k = to_int_list(fn, a[1], n);
+          auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
+          auto p = to_int_list(fn, a[3], n), d = to_int_list(fn, a[4], n);
+          const bool ceil = to_bool(fn, a[5]), idx = to_bool(fn, a[6]);
+          if (n == 1) return idx ? pair(at::max_pool1d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool1d(x, k, s, p, d, ceil));
+          if (n == 2) return idx ? pair(at::max_pool2d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool2d(x, k, s, p, d, ceil));
+          return idx ? pair(at::max_pool3d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
+        });
+  }
+  reg("avg_pool1d",
+      {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
+       opt("ceil_mode", false), opt("count_include_pad", true)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        auto k = to_int_list(fn, a[1], 1);
+        return c10::IValue(at::avg_pool1d(to_tensor(fn, a[0]), k, a[2].isNone() ? k : to_int_list(fn, a[2], 1),
+                                          to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
+      });
+  for (int nd = 2; nd <= 3; ++nd) {
+    const size_t n = static_cast<size_t>(nd);
+    reg("avg_pool" + std::to_string(nd) + "d",
+        {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
+         opt("ceil_mode", false), opt("count_include_pad", true), opt("divisor_override", c10::IValue())},
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          auto k = to_int_list(fn, a[1], n);
+          auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
+          auto p = to_int_list(fn, a[3], n);
+          std::optional<int64_t> div = a[6].isNone() ? std::nullopt : std::optional<int64_t>(to_int(fn, a[6]));
+          if (n == 2) return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
+          return c10::IValue(at::avg_pool3d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
+        });
+  }
+  for (int nd = 1; nd <= 3; ++nd) {
+    const size_t n = static_cast<size_t>(nd);
+    reg("adaptive_avg_pool" + std::to_string(nd) + "d", {req("input"), req("output_size")},
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          auto o = adaptive_size(fn, x, a[1], n);
+          if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, o));
+          if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
+          return c10::IValue(at::adaptive_avg_pool3d(x, o));
+        });
+    reg("adaptive_max_pool" + std::to_string(nd) + "d", {req("input"), req("output_size"), opt("return_indices", false)},
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          auto o = adaptive_size(fn, x, a[1], n);
+          auto r = n == 1 ? at::adaptive_max_pool1d(x, o) : n == 2 ? at::adaptive_max_pool2d(x, o) : at::adaptive_max_pool3d(x, o);
+          return to_bool(fn, a[2]) ? pair(r) : c10::IValue(std::get<0>(r));
+        });
+  }
+
+  // ---- interpolate: size / scale_factor -> the upsample_* kernel ------------
+  for (const char* name : {"interpolate", "upsample"}) {
+    reg(name,
+        {req("input"), opt("size", c10::IValue()), opt("scale_factor", c10::IValue()), opt("mode", "nearest"),
+         opt("align_corners", c10::IValue()), opt("recompute_scale_factor", c10::IValue()), opt("antialias", false)},
+        [](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          const int64_t dim = x.dim() - 2;
+          if (dim < 1 || dim > 3) throw Error(fn + ": expected a 3-D, 4-D or 5-D input, got " + std::to_string(x.dim()) + "-D");
+          const size_t n = static_cast<size_t>(dim);
+          const std::string mode = to_str(fn, a[3]);
+          if (!a[1].isNone() && !a[2].isNone()) throw Error(fn + ": ValueError: only one of size or scale_factor should be defined");
+          std::optional<std::vector<int64_t>> size;
+          std::optional<std::vector<double>> scales;
+          if (!a[1].isNone()) {
+            size = to_int_list(fn, a[1], n);
+            if (size->size() != n) throw Error(fn + ": ValueError: size shape must match input shape");
+          } else if (!a[2].isNone()) {
+            if (is_sequence(a[2])) {
+              scales.emplace();
+              for (const auto& e : sequence_items(a[2])) scales->push_back(to_double(fn, e));
+              if (scales->size() != n) throw Error(fn + ": ValueError: scale_factor shape must match input shape");
+            } else {
+              scales = std::vector<double>(n, to_double(fn, a[2]));
+            }
+          } else {
+            throw Error(fn + ": ValueError: either size or scale_factor should be defined");
+          }
+          const bool linear = mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
+          if (!linear && !a[4].isNone())
+            throw Error(fn + ": ValueError: align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
+          const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
+          const bool recompute = !a[5].isNone() && to_bool(fn, a[5]);
+          if ((recompute || mode == "area") && scales) {
+            size.emplace();
+            for (size_t i = 0; i < n; ++i)
+              size->push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.size(static_cast<int64_t>(i) + 2)) * (*scales)[i])));
+            if (recompute) scales.reset();
+          }
+          at::OptionalIntArrayRef os = size ? at::OptionalIntArrayRef(*size) : at::OptionalIntArrayRef();
+          c10::optional<at::ArrayRef<double>> sf = scales ? c10::optional<at::ArrayRef<double>>(*scales) : c10::nullopt;
+          if (mode == "nearest") {
+            if (n == 1) return c10::IValue(at::upsample_nearest1d(x, os, sf));
+            if (n == 2) return c10::IValue(at::upsample_nearest2d(x, os, sf));
+            return c10::IValue(at::upsample_nearest3d(x, os, sf));
+          }
+          if (mode == "nearest-exact") {
+            if (n == 1) return c10::IValue(at::_upsample_nearest_exact1d(x, os, sf));
+            if (n == 2) return c10::IValue(at::_upsample_nearest_exact2d(x, os, sf));
+            return c10::IValue(at::_upsample_nearest_exact3d(x, os, sf));
+          }
+          if (mode == "area") {
+            if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, *size));
+            if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, *size));
+            return c10::IValue(at::adaptive_avg_pool3d(x, *size));
+          }
+          const bool aa = to_bool(fn, a[6]);
+          if (mode == "linear" && n == 1) return c10::IValue(at::upsample_linear1d(x, os, align, sf));
+          if (mode == "bilinear" && n == 2)
+            return c10::IValue(aa ? at::_upsample_bilinear2d_aa(x, os, align, sf) : at::upsample_bilinear2d(x, os, align, sf));
+          if (mode == "bicubic" && n == 2)
+            return c10::IValue(aa ? at::_upsample_bicubic2d_aa(x, os, align, sf) : at::upsample_bicubic2d(x, os, align, sf));
+          if (mode == "trilinear" && n == 3) return c10::IValue(at::upsample_trilinear3d(x, os, align, sf));
+          throw Error(fn + ": NotImplementedError: input of " + std::to_string(x.dim()) + "-D with mode '" + mode +
+                      "' is not supported");
+        });
+  }
+
+  // ---- embedding: F's (input, weight) vs aten's (weight, indices) -----------
+  reg("embedding",
+      {req("input"), req("weight"), opt("padding_idx", c10::IValue()), opt("max_norm", c10::IValue()),
+       opt("norm_type", 2.0), opt("scale_grad_by_freq", false), opt("sparse", false)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
+        int64_t padding_idx = -1;
+        if (!a[2].isNone()) {
+          padding_idx = to_int(fn, a[2]);
+          if (padding_idx >= weight.size(0) || padding_idx < -weight.size(0))
+            throw Error(fn + ": padding_idx must be within num_embeddings");
+          if (padding_idx < 0) padding_idx += weight.size(0);
+        }
+        if (!a[3].isNone()) {
+          at::NoGradGuard no_grad;
+          at::embedding_renorm_(weight, input.contiguous(), to_double(fn, a[3]), to_double(fn, a[4]));
+        }
+        return c10::IValue(at::embedding(weight, input, padding_idx, to_bool(fn, a[5]), to_bool(fn, a[6])));
+      });
+
+  // ---- losses: legacy size_average/reduce, reduction string -> enum ---------
+  reg("cross_entropy",
+      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
+       opt("ignore_index", int64_t{-100}), opt("reduce", c10::IValue()), opt("reduction", "mean"),
+       opt("label_smoothing", 0.0)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::cross_entropy_loss(to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
+                                                  reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4]),
+                                                  to_double(fn, a[7])));
+      });
+  reg("nll_loss",
+      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
+       opt("ignore_index", int64_t{-100}), opt("reduce", c10::IValue()), opt("reduction", "mean")},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::nll_loss_nd(to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
+                                           reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4])));
+      });
+  for (const char* name : {"mse_loss", "l1_loss"}) {
+    const bool mse = std::string(name) == "mse_loss";
+    reg(name,
+        {req("input"), req("target"), opt("size_average", c10::IValue()), opt("reduce", c10::IValue()),
+         opt("reduction", "mean")},
+        [mse](const std::string& fn, std::vector<c10::IValue>& a) {
+          auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
+          const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
+          return c10::IValue(mse ? at::mse_loss(b[0], b[1], r) : at::l1_loss(b[0], b[1], r));
+        });
+  }
+  reg("smooth_l1_loss",
+      {req("input"), req("target"), opt("size_average", c10::IValue()), opt("reduce", c10::IValue()),
+       opt("reduction", "mean"), opt("beta", 1.0)},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
+        const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
+        const double beta = to_double(fn, a[5]);
+        return c10::IValue(beta == 0.0 ? at::l1_loss(b[0], b[1], r) : at::smooth_l1_loss(b[0], b[1], r, beta));
+      });
+  reg("binary_cross_entropy_with_logits",
+      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
+       opt("reduce", c10::IValue()), opt("reduction", "mean"), opt("pos_weight", c10::IValue())},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::binary_cross_entropy_with_logits(to_tensor(fn, a[0]), to_tensor(fn, a[1]),
+                                                                to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
+                                                                reduction_enum(fn, a[3], a[4], a[5])));
+      });
+}
+
+}  // namespace fx::runtime

@@ -1,0 +1,193 @@
+// Name resolution: a target's Python-qualified name -> an adapter or an ATen
+// overload set, once per name.
+
+#include "internal.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace fx {
+
+std::string Callable::describe() const { return "<callable>"; }
+
+namespace runtime {
+
+namespace {
+
+class FnCallable final : public Callable {
+ public:
+  FnCallable(std::string description, Fn fn) : description_(std::move(description)), fn_(std::move(fn)) {}
+  c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const override {
+    try {
+      return fn_(args, kwargs);
+    } catch (const Error&) {
+      throw;
+    } catch (const c10::Error& e) {
+      throw Error(description_ + ": " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      throw Error(description_ + ": " + e.what());
+    }
+  }
+  std::string describe() const override { return description_; }
+
+ private:
+  std::string description_;
+  Fn fn_;
+};
+
+struct Registry {
+  std::mutex mu;
+  Adapters adapters;
+  std::unordered_map<std::string, std::vector<c10::OperatorName>> ops_by_name;
+  std::unordered_map<std::string, std::shared_ptr<const Callable>> functions;  // resolved
+  std::unordered_map<std::string, std::shared_ptr<const Callable>> methods;    // resolved
+
+  Registry() {
+    register_operator_functions(adapters);
+    register_getitem(adapters);
+    register_functional(adapters);
+    register_tensor_methods(adapters);
+    register_builtins(adapters);
+    register_torch_functions(adapters);
+    index_ops();
+  }
+  void index_ops() {
+    ops_by_name.clear();
+    for (auto& n : c10::Dispatcher::singleton().getAllOpNames()) ops_by_name[n.name].push_back(n);
+  }
+  // Caller holds mu.
+  std::vector<c10::OperatorHandle> overloads(const std::string& qualified) {
+    auto it = ops_by_name.find(qualified);
+    if (it == ops_by_name.end()) {
+      index_ops();  // an operator library may have been loaded since
+      it = ops_by_name.find(qualified);
+      if (it == ops_by_name.end()) return {};
+    }
+    std::vector<c10::OperatorHandle> out;
+    for (const auto& n : it->second)
+      if (auto h = c10::Dispatcher::singleton().findOp(n)) out.push_back(*h);
+    return out;
+  }
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: callables may outlive static destruction order
+  return *r;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// torch.* spellings of ATen names: prefix -> aten name prefix.
+struct Alias {
+  std::string_view python;
+  std::string_view aten;
+};
+constexpr Alias kAliases[] = {
+    {"torch.nn.functional.", ""}, {"torch._C._nn.", ""},         {"torch._C._VariableFunctions.", ""},
+    {"torch._C._linalg.", ""},    {"torch._C._fft.", ""},        {"torch._C._special.", ""},
+    {"torch.special.", "special_"}, {"torch.linalg.", "linalg_"}, {"torch.fft.", "fft_"},
+    {"torch.", ""},
+};
+
+std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::string& name) {
+  if (auto it = r.adapters.functions.find(name); it != r.adapters.functions.end()) return it->second;
+  if (starts_with(name, "torch.ops.")) {
+    std::string rest = name.substr(10);
+    auto d1 = rest.find('.');
+    if (d1 == std::string::npos) throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
+    std::string ns = rest.substr(0, d1), op = rest.substr(d1 + 1), overload;
+    if (auto d2 = op.find('.'); d2 != std::string::npos) {
+      overload = op.substr(d2 + 1);
+      op = op.substr(0, d2);
+    }
+    auto ops = r.overloads(ns + "::" + op);
+    if (!overload.empty()) {
+      const std::string want = overload == "default" ? "" : overload;
+      std::erase_if(ops, [&](const c10::OperatorHandle& h) { return h.schema().overload_name() != want; });
+    }
+    if (ops.empty())
+      throw Error(name + " is not a known operator: no " + ns + "::" + op +
+                  (overload.empty() ? "" : " overload '" + overload + "'") + " is registered with the dispatcher");
+    return make_aten_callable(name, std::move(ops), false);
+  }
+  for (const auto& a : kAliases) {
+    if (!starts_with(name, a.python)) continue;
+    std::string rest = name.substr(a.python.size());
+    if (rest.empty() || rest.find('.') != std::string::npos) break;
+    std::string aten = "aten::" + std::string(a.aten) + rest;
+    auto ops = r.overloads(aten);
+    if (ops.empty())
+      throw Error(name + " is not a known function: no ATen operator " + aten + " and no adapter");
+    return make_aten_callable(name, std::move(ops), false);
+  }
+  throw Error(name + " is not a known function: no adapter is registered for it and it names no ATen operator");
+}
+
+}  // namespace
+
+void Adapters::function(const std::string& name, Fn fn, std::string description) {
+  functions[name] = std::make_shared<FnCallable>(description.empty() ? name : std::move(description), std::move(fn));
+}
+void Adapters::method(const std::string& name, Fn fn, std::string description) {
+  methods[name] =
+      std::make_shared<FnCallable>(description.empty() ? "Tensor." + name : std::move(description), std::move(fn));
+}
+
+std::vector<c10::OperatorHandle> aten_overloads(const std::string& qualified) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return r.overloads(qualified);
+}
+
+c10::IValue call_aten(const std::string& name, std::vector<c10::IValue> args, IValueKwargs kwargs) {
+  return resolve_function("torch.ops.aten." + name)->call(std::move(args), std::move(kwargs));
+}
+
+}  // namespace runtime
+
+std::shared_ptr<const Callable> resolve_function(const Target& target) {
+  runtime::Registry& r = runtime::registry();
+  const std::string& name = target.str();
+  std::lock_guard lock(r.mu);
+  if (auto it = r.functions.find(name); it != r.functions.end()) return it->second;
+  auto c = runtime::resolve_function_locked(r, name);
+  r.functions.emplace(name, c);
+  return c;
+}
+
+std::shared_ptr<const Callable> resolve_method(std::string_view method) {
+  runtime::Registry& r = runtime::registry();
+  std::string name(method);
+  std::lock_guard lock(r.mu);
+  if (auto it = r.methods.find(name); it != r.methods.end()) return it->second;
+  std::shared_ptr<const Callable> c;
+  if (auto it = r.adapters.methods.find(name); it != r.adapters.methods.end()) {
+    c = it->second;
+  } else {
+    auto ops = r.overloads("aten::" + name);
+    std::erase_if(ops, [](const c10::OperatorHandle& h) {
+      const auto& a = h.schema().arguments();
+      return a.empty() || a[0].name() != "self" || a[0].type()->kind() != c10::TypeKind::TensorType;
+    });
+    if (ops.empty())
+      throw Error("Tensor." + name + " is not a known method: no ATen operator aten::" + name +
+                  " takes a Tensor self, and no adapter");
+    c = runtime::make_aten_callable("Tensor." + name, std::move(ops), true);
+  }
+  r.methods.emplace(name, c);
+  return c;
+}
+
+void register_function(const Target& target, std::shared_ptr<const Callable> fn) {
+  if (!fn) throw Error("register_function(" + target.str() + "): null callable");
+  runtime::Registry& r = runtime::registry();
+  std::lock_guard lock(r.mu);
+  r.functions[target.str()] = std::move(fn);
+}
+
+std::shared_ptr<const Callable> make_callable(
+    std::string description, std::function<c10::IValue(std::vector<c10::IValue>&, IValueKwargs&)> fn) {
+  return std::make_shared<runtime::FnCallable>(std::move(description), std::move(fn));
+}
+
+}  // namespace fx

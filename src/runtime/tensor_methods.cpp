@@ -1,0 +1,180 @@
+// Tensor methods whose Python signature has no ATen schema of the same shape:
+// size()/stride() without a dim, dim(), to(...) in its Python forms, the dtype
+// shorthands (float(), long(), ...), cpu(), is_contiguous(), tolist().
+// Every other method resolves to aten::<name> with self first.
+
+#include "internal.h"
+
+namespace fx::runtime {
+
+namespace {
+
+int64_t wrap_dim(const std::string& fn, int64_t d, int64_t ndim) {
+  const int64_t n = ndim == 0 ? 1 : ndim;
+  if (d < -n || d >= n)
+    throw Error(fn + ": IndexError: Dimension out of range (expected to be in range of [" + std::to_string(-n) + ", " +
+                std::to_string(n - 1) + "], but got " + std::to_string(d) + ")");
+  return d < 0 ? d + n : d;
+}
+
+c10::IValue tolist(const at::Tensor& t) {
+  if (t.dim() == 0) {
+    at::Scalar s = t.item();
+    if (s.isBoolean()) return s.toBool();
+    if (s.isIntegral(false)) return s.toLong();
+    if (s.isComplex()) return c10::complex<double>(s.toComplexDouble());
+    return s.toDouble();
+  }
+  std::vector<c10::IValue> items;
+  for (int64_t i = 0; i < t.size(0); ++i) items.push_back(tolist(t.select(0, i)));
+  bool all_int = !items.empty(), all_double = !items.empty(), all_bool = !items.empty();
+  for (const auto& v : items) {
+    all_int = all_int && v.isInt();
+    all_double = all_double && v.isDouble();
+    all_bool = all_bool && v.isBool();
+  }
+  if (all_int) {
+    c10::List<int64_t> l;
+    for (const auto& v : items) l.push_back(v.toInt());
+    return l;
+  }
+  if (all_double) {
+    c10::List<double> l;
+    for (const auto& v : items) l.push_back(v.toDouble());
+    return l;
+  }
+  if (all_bool) {
+    c10::List<bool> l;
+    for (const auto& v : items) l.push_back(v.toBool());
+    return l;
+  }
+  c10::impl::GenericList l(c10::AnyType::get());
+  for (auto& v : items) l.push_back(std::move(v));
+  return l;
+}
+
+}  // namespace
+
+void register_tensor_methods(Adapters& ad) {
+  for (const char* which : {"size", "stride"}) {
+    const bool is_size = std::string(which) == "size";
+    std::string fn = std::string("Tensor.") + which;
+    ad.method(which, [fn, is_size](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind(fn, {req("self"), opt("dim", c10::IValue())}, args, kwargs);
+      at::Tensor t = to_tensor(fn, a[0]);
+      auto all = is_size ? t.sizes().vec() : t.strides().vec();
+      if (a[1].isNone()) return c10::List<int64_t>(all);
+      return all[static_cast<size_t>(wrap_dim(fn, to_int(fn, a[1]), t.dim()))];
+    });
+  }
+  for (const char* name : {"dim", "ndimension"}) {
+    ad.method(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind("Tensor.dim", {req("self")}, args, kwargs);
+      return to_tensor("Tensor.dim", a[0]).dim();
+    });
+  }
+  for (const char* name : {"numel", "nelement"}) {
+    ad.method(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind("Tensor.numel", {req("self")}, args, kwargs);
+      return to_tensor("Tensor.numel", a[0]).numel();
+    });
+  }
+  ad.method("element_size", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.element_size", {req("self")}, args, kwargs);
+    return static_cast<int64_t>(to_tensor("Tensor.element_size", a[0]).element_size());
+  });
+  ad.method("is_contiguous", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.is_contiguous", {req("self"), opt("memory_format", int64_t{0})}, args, kwargs);
+    return to_tensor("Tensor.is_contiguous", a[0])
+        .is_contiguous(static_cast<c10::MemoryFormat>(to_int("Tensor.is_contiguous", a[1])));
+  });
+  ad.method("tolist", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.tolist", {req("self")}, args, kwargs);
+    return tolist(to_tensor("Tensor.tolist", a[0]).cpu());
+  });
+  ad.method("cpu", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.cpu", {req("self"), kwo("memory_format", int64_t{static_cast<int64_t>(c10::MemoryFormat::Preserve)})}, args, kwargs);
+    return to_tensor("Tensor.cpu", a[0]).cpu();
+  });
+
+  // Tensor.to(dtype | device | other, non_blocking=False, copy=False, *, memory_format)
+  // and to(device=None, dtype=None, ...): Python's parser tries the forms in turn.
+  ad.method("to", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    const std::string fn = "Tensor.to";
+    if (args.empty()) throw Error(fn + ": missing self");
+    at::Tensor self = to_tensor(fn, args[0]);
+    std::optional<c10::Device> device;
+    std::optional<c10::ScalarType> dtype;
+    bool non_blocking = false, copy = false;
+    std::optional<c10::MemoryFormat> mf;
+    size_t i = 1;
+    auto take_device = [&](const c10::IValue& v) {
+      if (v.isDevice()) device = v.toDevice();
+      else if (v.isString()) device = c10::Device(v.toStringRef());
+      else if (!v.isNone()) type_error(fn, "expected a device, got " + python_type_name(v));
+    };
+    auto take_dtype = [&](const c10::IValue& v) {
+      if (v.isInt()) dtype = static_cast<c10::ScalarType>(v.toInt());
+      else if (!v.isNone()) type_error(fn, "expected a dtype, got " + python_type_name(v));
+    };
+    if (i < args.size()) {
+      const c10::IValue& first = args[i];
+      if (first.isTensor()) {
+        device = first.toTensor().device();
+        dtype = first.toTensor().scalar_type();
+        ++i;
+      } else if (first.isDevice() || first.isString()) {
+        take_device(first);
+        ++i;
+        if (i < args.size() && args[i].isInt()) take_dtype(args[i++]);
+      } else if (first.isInt()) {
+        take_dtype(first);
+        ++i;
+      } else if (first.isNone()) {
+        ++i;
+      }
+    }
+    if (i < args.size()) non_blocking = to_bool(fn, args[i++]);
+    if (i < args.size()) copy = to_bool(fn, args[i++]);
+    if (i < args.size()) type_error(fn, "too many positional arguments");
+    for (const auto& [k, v] : kwargs) {
+      if (k == "device") take_device(v);
+      else if (k == "dtype") take_dtype(v);
+      else if (k == "non_blocking") non_blocking = to_bool(fn, v);
+      else if (k == "copy") copy = to_bool(fn, v);
+      else if (k == "memory_format") {
+        if (!v.isNone()) mf = static_cast<c10::MemoryFormat>(to_int(fn, v));
+      } else type_error(fn, "got an unexpected keyword argument '" + k + "'");
+    }
+    return self.to(device.value_or(self.device()), dtype.value_or(self.scalar_type()), non_blocking, copy, mf);
+  });
+
+  struct Cast {
+    const char* name;
+    c10::ScalarType type;
+  };
+  static constexpr Cast kCasts[] = {
+      {"float", at::kFloat},   {"double", at::kDouble}, {"half", at::kHalf},     {"bfloat16", at::kBFloat16},
+      {"int", at::kInt},       {"long", at::kLong},     {"short", at::kShort},   {"char", at::kChar},
+      {"byte", at::kByte},     {"bool", at::kBool},     {"cfloat", at::kComplexFloat},
+      {"cdouble", at::kComplexDouble},
+  };
+  for (const Cast& c : kCasts) {
+    std::string fn = std::string("Tensor.") + c.name;
+    c10::ScalarType type = c.type;
+    ad.method(c.name, [fn, type](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind(fn, {req("self"), kwo("memory_format", static_cast<int64_t>(c10::MemoryFormat::Preserve))}, args,
+                    kwargs);
+      return to_tensor(fn, a[0]).to(type, false, false, static_cast<c10::MemoryFormat>(to_int(fn, a[1])));
+    });
+  }
+  // Tensor.type(dtype): the dtype form only (strings like 'torch.FloatTensor' are not supported).
+  ad.method("type", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.type", {req("self"), opt("dtype", c10::IValue()), opt("non_blocking", false)}, args, kwargs);
+    at::Tensor t = to_tensor("Tensor.type", a[0]);
+    if (a[1].isNone()) throw Error("Tensor.type(): the type-string form is not supported by fxcpp's runtime");
+    return t.to(static_cast<c10::ScalarType>(to_int("Tensor.type", a[1])));
+  });
+}
+
+}  // namespace fx::runtime

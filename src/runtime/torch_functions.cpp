@@ -1,0 +1,110 @@
+// torch.* functions that are Python code in torch 1.13, not ATen operators,
+// or whose Python signature differs from the ATen schema: torch.split,
+// torch.einsum / meshgrid / broadcast_tensors (varargs), torch.tensor,
+// torch.is_tensor, torch._assert.
+
+#include "internal.h"
+
+namespace fx::runtime {
+
+namespace {
+
+// f(*tensors) or f([tensors]): the tensors.
+std::vector<at::Tensor> tensors_of(const std::string& fn, const std::vector<c10::IValue>& args, size_t from) {
+  std::vector<c10::IValue> items(args.begin() + static_cast<std::ptrdiff_t>(from), args.end());
+  if (items.size() == 1 && is_sequence(items[0])) items = sequence_items(items[0]);
+  std::vector<at::Tensor> out;
+  for (const auto& v : items) out.push_back(to_tensor(fn, v));
+  return out;
+}
+
+// torch.tensor(data): infer the dtype as Python does (bool < int64 < default float).
+void flatten_data(const std::string& fn, const c10::IValue& v, std::vector<int64_t>& shape, size_t depth,
+                  std::vector<c10::IValue>& flat) {
+  if (is_sequence(v)) {
+    auto items = sequence_items(v);
+    if (shape.size() == depth) shape.push_back(static_cast<int64_t>(items.size()));
+    else if (shape[depth] != static_cast<int64_t>(items.size()))
+      throw Error(fn + ": ValueError: expected sequence of length " + std::to_string(shape[depth]) + " at dim " +
+                  std::to_string(depth) + " (got " + std::to_string(items.size()) + ")");
+    for (const auto& e : items) flatten_data(fn, e, shape, depth + 1, flat);
+    return;
+  }
+  if (!is_number(v)) throw Error(fn + ": could not convert a " + python_type_name(v) + " to a tensor element");
+  flat.push_back(v);
+}
+
+}  // namespace
+
+void register_torch_functions(Adapters& ad) {
+  // torch.functional.split(tensor, split_size_or_sections, dim=0) -> tensor.split(...)
+  for (const char* name : {"torch.split", "torch.functional.split"}) {
+    ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind("torch.split", {req("tensor"), req("split_size_or_sections"), opt("dim", int64_t{0})}, args, kwargs);
+      at::Tensor t = to_tensor("torch.split", a[0]);
+      int64_t dim = to_int("torch.split", a[2]);
+      if (a[1].isInt()) return t.split(a[1].toInt(), dim);
+      return t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
+    });
+  }
+  for (const char* name : {"torch.einsum", "torch.functional.einsum"}) {
+    ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      if (!kwargs.empty()) throw Error("torch.einsum: keyword arguments are not supported");
+      if (args.empty()) throw Error("torch.einsum(): must specify the equation string and at least one operand");
+      return at::einsum(to_str("torch.einsum", args[0]), tensors_of("torch.einsum", args, 1));
+    });
+  }
+  for (const char* name : {"torch.meshgrid", "torch.functional.meshgrid"}) {
+    ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      std::string indexing = "ij";
+      for (const auto& [k, v] : kwargs) {
+        if (k != "indexing") throw Error("torch.meshgrid: unexpected keyword argument '" + k + "'");
+        if (!v.isNone()) indexing = to_str("torch.meshgrid", v);
+      }
+      auto r = at::meshgrid(tensors_of("torch.meshgrid", args, 0), indexing);
+      return c10::ivalue::Tuple::create(std::vector<c10::IValue>(r.begin(), r.end()));
+    });
+  }
+  for (const char* name : {"torch.broadcast_tensors", "torch.functional.broadcast_tensors"}) {
+    ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      if (!kwargs.empty()) throw Error("torch.broadcast_tensors takes no keyword arguments");
+      auto r = at::broadcast_tensors(tensors_of("torch.broadcast_tensors", args, 0));
+      return c10::ivalue::Tuple::create(std::vector<c10::IValue>(r.begin(), r.end()));
+    });
+  }
+  ad.function("torch.tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    const std::string fn = "torch.tensor";
+    auto a = bind(fn, {req("data"), kwo("dtype", c10::IValue()), kwo("device", c10::IValue()),
+                       kwo("requires_grad", false), kwo("pin_memory", false)},
+                  args, kwargs);
+    if (a[0].isTensor()) return a[0].toTensor().clone().detach();
+    std::vector<int64_t> shape;
+    std::vector<c10::IValue> flat;
+    flatten_data(fn, a[0], shape, 0, flat);
+    c10::ScalarType inferred = at::kBool;
+    for (const auto& v : flat) {
+      if (v.isDouble()) inferred = at::typeMetaToScalarType(at::get_default_dtype());
+      else if (v.isInt() && inferred == at::kBool) inferred = at::kLong;
+    }
+    if (flat.empty()) inferred = at::typeMetaToScalarType(at::get_default_dtype());
+    at::Tensor out = at::empty(shape, at::TensorOptions().dtype(inferred));
+    auto flat_out = out.view({-1});
+    for (size_t i = 0; i < flat.size(); ++i) flat_out[static_cast<int64_t>(i)].fill_(to_scalar(fn, flat[i]));
+    if (!a[1].isNone()) out = out.to(static_cast<c10::ScalarType>(to_int(fn, a[1])));
+    if (!a[2].isNone()) out = out.to(a[2].isDevice() ? a[2].toDevice() : c10::Device(to_str(fn, a[2])));
+    if (to_bool(fn, a[3])) out.set_requires_grad(true);
+    return out;
+  });
+  ad.function("torch.is_tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("torch.is_tensor", {req("obj")}, args, kwargs);
+    return a[0].isTensor();
+  });
+  ad.function("torch._assert", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("torch._assert", {req("condition"), req("message")}, args, kwargs);
+    if (!truth("torch._assert", a[0]))
+      throw Error("torch._assert: AssertionError: " + (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
+    return c10::IValue();
+  });
+}
+
+}  // namespace fx::runtime

@@ -1,0 +1,146 @@
+// Value helpers and Python-style argument binding for adapters.
+
+#include "internal.h"
+
+#include <cmath>
+
+namespace fx::runtime {
+
+void type_error(const std::string& fn, const std::string& what) { throw Error(fn + ": " + what); }
+
+bool is_number(const c10::IValue& v) { return v.isInt() || v.isDouble() || v.isBool(); }
+
+double to_double(const std::string& fn, const c10::IValue& v) {
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
+  type_error(fn, "expected a float, got " + python_type_name(v));
+}
+
+int64_t to_int(const std::string& fn, const c10::IValue& v) {
+  if (v.isInt()) return v.toInt();
+  if (v.isBool()) return v.toBool() ? 1 : 0;
+  if (v.isSymInt()) return v.toSymInt().expect_int();
+  type_error(fn, "expected an int, got " + python_type_name(v));
+}
+
+bool to_bool(const std::string& fn, const c10::IValue& v) {
+  if (v.isBool()) return v.toBool();
+  type_error(fn, "expected a bool, got " + python_type_name(v));
+}
+
+at::Tensor to_tensor(const std::string& fn, const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor();
+  type_error(fn, "expected a Tensor, got " + python_type_name(v));
+}
+
+std::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return std::nullopt;
+  return to_tensor(fn, v);
+}
+
+std::string to_str(const std::string& fn, const c10::IValue& v) {
+  if (v.isString()) return v.toStringRef();
+  type_error(fn, "expected a str, got " + python_type_name(v));
+}
+
+bool is_sequence(const c10::IValue& v) { return v.isTuple() || v.isList(); }
+
+std::vector<c10::IValue> sequence_items(const c10::IValue& v) {
+  if (v.isTuple()) {
+    const auto& e = v.toTupleRef().elements();
+    return {e.begin(), e.end()};
+  }
+  if (v.isList()) return v.toListRef().vec();
+  return {};
+}
+
+std::vector<int64_t> to_int_list(const std::string& fn, const c10::IValue& v, size_t n) {
+  if (v.isInt()) {
+    if (n == 0) type_error(fn, "expected a sequence of ints, got int");
+    return std::vector<int64_t>(n, v.toInt());
+  }
+  if (v.isIntList()) return v.toIntVector();
+  if (is_sequence(v)) {
+    std::vector<int64_t> out;
+    for (const auto& e : sequence_items(v)) {
+      if (!e.isInt()) type_error(fn, "expected a sequence of ints, got an element of type " + python_type_name(e));
+      out.push_back(e.toInt());
+    }
+    return out;
+  }
+  type_error(fn, "expected an int or a sequence of ints, got " + python_type_name(v));
+}
+
+at::Scalar to_scalar(const std::string& fn, const c10::IValue& v) {
+  if (v.isInt()) return v.toInt();
+  if (v.isDouble()) return v.toDouble();
+  if (v.isBool()) return v.toBool();
+  if (v.isComplexDouble()) return v.toComplexDouble();
+  type_error(fn, "expected a number, got " + python_type_name(v));
+}
+
+at::Tensor wrapped_scalar(const c10::IValue& v) {
+  at::Tensor t;
+  if (v.isBool())
+    t = at::scalar_tensor(v.toBool(), at::kBool);
+  else if (v.isInt())
+    t = at::scalar_tensor(v.toInt(), at::kLong);
+  else if (v.isComplexDouble())
+    t = at::scalar_tensor(c10::Scalar(v.toComplexDouble()), at::kComplexDouble);
+  else
+    t = at::scalar_tensor(v.toDouble(), at::kDouble);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+bool truth(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return false;
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  if (v.isDouble()) return v.toDouble() != 0.0;
+  if (v.isString()) return !v.toStringRef().empty();
+  if (v.isTuple()) return !v.toTupleRef().elements().empty();
+  if (v.isList()) return !v.toListRef().empty();
+  if (v.isGenericDict()) return !v.toGenericDict().empty();
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.numel() != 1)
+      type_error(fn, "Boolean value of Tensor with " + std::string(t.numel() == 0 ? "no values" : "more than one value") +
+                         " is ambiguous");
+    return t.item().toBool();
+  }
+  return true;
+}
+
+std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params, std::vector<c10::IValue>& args,
+                              IValueKwargs& kwargs) {
+  std::vector<std::optional<c10::IValue>> slots(params.size());
+  size_t positional = 0;
+  for (const auto& p : params) positional += p.kwonly ? 0 : 1;
+  if (args.size() > positional)
+    type_error(fn, "takes " + std::to_string(positional) + " positional argument" + (positional == 1 ? "" : "s") +
+                       " but " + std::to_string(args.size()) + " were given");
+  for (size_t i = 0; i < args.size(); ++i) slots[i] = std::move(args[i]);
+  for (auto& [k, v] : kwargs) {
+    size_t i = 0;
+    while (i < params.size() && params[i].name != k) ++i;
+    if (i == params.size()) type_error(fn, "got an unexpected keyword argument '" + k + "'");
+    if (slots[i]) type_error(fn, "got multiple values for argument '" + k + "'");
+    slots[i] = std::move(v);
+  }
+  std::vector<c10::IValue> out;
+  out.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (slots[i]) {
+      out.push_back(std::move(*slots[i]));
+    } else if (params[i].default_value) {
+      out.push_back(*params[i].default_value);
+    } else {
+      type_error(fn, "missing required argument '" + params[i].name + "'");
+    }
+  }
+  return out;
+}
+
+}  // namespace fx::runtime
