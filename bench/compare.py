@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Prints graph_bench (fxcpp) and fx_graph_bench.py (torch.fx) side by side.
+
+    compare.py FXCPP_JSON TORCHFX_JSON
+
+FXCPP_JSON is the output of `graph_bench --benchmark_format=json`,
+TORCHFX_JSON the output of bench/fx_graph_bench.py. Prints one markdown
+table (workload, N, fxcpp time, torch.fx time, ratio torch.fx / fxcpp,
+fxcpp ns per node) and a check of the two targets. Needs no torch.
+"""
+
+import json
+import sys
+
+WORKLOADS = ["build", "iterate", "python_code", "build_python_code",
+             "replace_all_uses", "eliminate_dead_code", "graph_copy"]
+LABELS = {
+    "build": "build",
+    "iterate": "iterate",
+    "python_code": "python_code",
+    "build_python_code": "build + python_code",
+    "replace_all_uses": "replace_all_uses_with",
+    "eliminate_dead_code": "eliminate_dead_code",
+    "graph_copy": "graph_copy",
+}
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+HEADLINE_N = 10000
+HEADLINE_RATIO = 100.0
+ITERATE_TARGET = 500e6  # nodes per second
+
+
+def load_fxcpp(path):
+    """{(workload, n): {"seconds": s, "nodes_per_s": r}} from Google Benchmark JSON."""
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b["name"]).split("/")
+        workload = name[0].removeprefix("BM_")
+        n = int(b.get("N", name[1]))
+        out[(workload, n)] = {
+            "seconds": b["real_time"] * UNIT[b.get("time_unit", "ns")],
+            "nodes_per_s": b.get("nodes_per_s"),
+        }
+    return data.get("context", {}), out
+
+
+def load_torchfx(path):
+    with open(path) as f:
+        data = json.load(f)
+    return data, {(r["workload"], r["n"]): r for r in data["results"]}
+
+
+def fmt_time(s):
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{s * 1e3:.0f} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def fmt_num(x):
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def fmt_ratio(r):
+    if r >= 100:
+        return f"{r:,.0f}×"
+    return f"{r:.3g}×"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    ctx, cpp = load_fxcpp(sys.argv[1])
+    fxinfo, py = load_torchfx(sys.argv[2])
+
+    rows = ["| workload | N | fxcpp | torch.fx | torch.fx / fxcpp | fxcpp ns/node |",
+            "|---|---:|---:|---:|---:|---:|"]
+    headline = None
+    best_iterate = None
+    sizes = sorted({n for (_, n) in cpp} | {n for (_, n) in py})
+    for w in WORKLOADS:
+        for n in sizes:
+            c = cpp.get((w, n))
+            p = py.get((w, n))
+            if c is None and p is None:
+                continue
+            ct = fmt_time(c["seconds"]) if c else "—"
+            per_node = ""
+            if c:
+                per_node = fmt_num(c["seconds"] / n * 1e9)
+                if c.get("nodes_per_s"):
+                    per_node += f" ({c['nodes_per_s'] / 1e6:.0f} M nodes/s)"
+                    if best_iterate is None or c["nodes_per_s"] > best_iterate[1]:
+                        best_iterate = (n, c["nodes_per_s"])
+            if p is None:
+                pt, ratio = "—", "—"
+            elif p["status"] == "ok":
+                pt = fmt_time(p["seconds"])
+                ratio = fmt_ratio(p["seconds"] / c["seconds"]) if c else "—"
+                if c and w == "build_python_code" and n == HEADLINE_N:
+                    headline = p["seconds"] / c["seconds"]
+            elif "estimated_seconds" in p:
+                est = p["estimated_seconds"]
+                pt = f"not run (est. {fmt_time(est) if est < 10 else f'{est:,.0f} s'})"
+                ratio = f"~{fmt_ratio(est / c['seconds'])} (est.)" if c else "—"
+            else:
+                pt, ratio = "not run", "—"
+            rows.append(f"| {LABELS.get(w, w)} | {n:,} | {ct} | {pt} | {ratio} | {per_node} |")
+    print("\n".join(rows))
+    print()
+    print(f"fxcpp: {ctx.get('executable', 'graph_bench')} on {ctx.get('num_cpus', '?')} CPUs "
+          f"(mean over iterations); torch.fx {fxinfo.get('torch_version', '?')} on Python "
+          f"{fxinfo.get('python', '?')} ({fxinfo.get('timing', '')}). \"not run\": the workload "
+          f"stopped growing N at a size estimated over {fxinfo.get('limit_seconds', '?')} s.")
+    if headline is not None:
+        ok = "met" if headline >= HEADLINE_RATIO else "NOT met"
+        print(f"Target build + python_code at N={HEADLINE_N:,}: {headline:,.0f}× faster than torch.fx "
+              f"(target ≥ {HEADLINE_RATIO:.0f}×: {ok}).")
+    if best_iterate is not None:
+        ok = "met" if best_iterate[1] >= ITERATE_TARGET else "NOT met"
+        print(f"Target iterate: best {best_iterate[1] / 1e6:.0f} M nodes/s at N={best_iterate[0]:,} "
+              f"(target ≥ {ITERATE_TARGET / 1e6:.0f} M nodes/s: {ok}).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""The graph_bench workloads in torch.fx, for comparison with fxcpp.
+
+Runs the workloads of bench/graph_bench.cpp with the torch.fx.Graph API
+directly (operator.add targets, the same graph shapes) and prints the results
+as JSON on stdout; progress goes to stderr.
+
+    /usr/bin/python3 bench/fx_graph_bench.py [--limit SECONDS] [--sizes 1000,10000,...]
+
+Workloads (N = number of call_function nodes):
+  build               placeholder x, N chained operator.add(prev, 1), output
+  iterate             walk g.nodes of a prebuilt chain, touching each node's op
+  python_code         g.python_code('self').src of a prebuilt chain
+  build_python_code   build + python_code
+  replace_all_uses    x used by N nodes add(x, i): x.replace_all_uses_with(y)
+  eliminate_dead_code N dead nodes add(x, i), output returns x: DCE only
+  graph_copy          copy a prebuilt chain into a new Graph with a value map
+
+build and build_python_code use torch.fx's default naming (add, add_1, ...),
+which is quadratic in 1.13 when many nodes share a base name. The inputs of
+the other workloads are prebuilt outside the timed region with the same
+names passed explicitly, which gives the identical graph in linear time
+(checked at start-up).
+
+Timing: time.perf_counter around the operation only, with the garbage
+collector disabled while building the inputs and timing (as timeit does); each size is repeated
+until it has run at least 3 times and 0.5 s, at most 20 times, or once
+when a run takes more than 2 s; the minimum is reported (the figure most
+favourable to torch.fx). A workload stops going up in N once a size took
+more than --limit seconds, or when the next size is estimated to (the
+growth exponent measured on the last two sizes, at least 1, extrapolated).
+"""
+
+import argparse
+import gc
+import json
+import math
+import operator
+import platform
+import sys
+import time
+
+import torch
+import torch.fx
+
+SIZES = [1000, 10000, 100000, 1000000]
+WORKLOADS = ["build", "iterate", "python_code", "build_python_code",
+             "replace_all_uses", "eliminate_dead_code", "graph_copy"]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ---- graphs -------------------------------------------------------------------
+
+def build_chain(n):
+    """x -> add -> add_1 -> ... -> output, with torch.fx's default naming."""
+    g = torch.fx.Graph()
+    prev = g.placeholder("x")
+    for _ in range(n):
+        prev = g.call_function(operator.add, (prev, 1))
+    g.output(prev)
+    return g
+
+
+def default_name(i):
+    return "add" if i == 0 else f"add_{i}"
+
+
+def prebuilt_chain(n):
+    """The graph build_chain(n) makes, built in linear time: the default names
+    are passed explicitly, so the namespace never probes."""
+    g = torch.fx.Graph()
+    prev = g.placeholder("x")
+    for i in range(n):
+        prev = g.create_node("call_function", operator.add, (prev, 1), name=default_name(i))
+    g.output(prev)
+    return g
+
+
+def fan_out(n):
+    """x, y; add(x, 0), ..., add_{n-1}(x, n-1); output(last). Returns (g, x, y)."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    y = g.placeholder("y")
+    last = x
+    for i in range(n):
+        last = g.create_node("call_function", operator.add, (x, i), name=default_name(i))
+    g.output(last)
+    return g, x, y
+
+
+def dead(n):
+    """x; add(x, 0), ..., add_{n-1}(x, n-1); output(x): every add is dead."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    for i in range(n):
+        g.create_node("call_function", operator.add, (x, i), name=default_name(i))
+    g.output(x)
+    return g
+
+
+def self_check():
+    """The explicitly named builders give exactly the default-named graphs."""
+    n = 300
+    assert prebuilt_chain(n).python_code("self").src == build_chain(n).python_code("self").src
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.placeholder("y")
+    last = x
+    for i in range(n):
+        last = g.call_function(operator.add, (x, i))
+    g.output(last)
+    assert fan_out(n)[0].python_code("self").src == g.python_code("self").src
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    for i in range(n):
+        g.call_function(operator.add, (x, i))
+    g.output(x)
+    assert dead(n).python_code("self").src == g.python_code("self").src
+
+
+# ---- workloads: each is (setup(n, shared) -> state, timed(state)) ---------------
+
+class Shared:
+    """The prebuilt chain of one size, shared by the workloads that only read it."""
+
+    def __init__(self, n):
+        self.n = n
+        self._chain = None
+
+    def chain(self):
+        if self._chain is None:
+            t0 = time.perf_counter()
+            enabled = gc.isenabled()
+            gc.disable()
+            self._chain = prebuilt_chain(self.n)
+            if enabled:
+                gc.enable()
+            gc.collect()
+            gc.freeze()  # keep collections from re-scanning it
+            log(f"  (prebuilt chain of {self.n} in {time.perf_counter() - t0:.2f} s)")
+        return self._chain
+
+    def release(self):
+        if self._chain is not None:
+            self._chain = None
+            gc.unfreeze()
+            gc.collect()
+
+
+def w_build(n, shared):
+    def timed(_):
+        g = build_chain(n)
+        assert len(g.nodes) == n + 2
+        return g
+    return None, timed
+
+
+def w_iterate(n, shared):
+    g = shared.chain()
+
+    def timed(g):
+        s = 0
+        for node in g.nodes:
+            s += node.op == "call_function"
+        assert s == n
+    return g, timed
+
+
+def w_python_code(n, shared):
+    g = shared.chain()
+
+    def timed(g):
+        return g.python_code("self").src
+    return g, timed
+
+
+def w_build_python_code(n, shared):
+    def timed(_):
+        return build_chain(n).python_code("self").src
+    return None, timed
+
+
+def w_replace_all_uses(n, shared):
+    def timed(state):
+        g, x, y = state
+        changed = x.replace_all_uses_with(y)
+        assert len(changed) == n and not x.users
+    return fan_out(n), timed
+
+
+def w_eliminate_dead_code(n, shared):
+    def timed(g):
+        assert g.eliminate_dead_code()
+        assert len(g.nodes) == 2
+    return dead(n), timed
+
+
+def w_graph_copy(n, shared):
+    def timed(src):
+        dst = torch.fx.Graph()
+        val_map = {}
+        out = dst.graph_copy(src, val_map)
+        dst.output(out)
+        assert len(dst.nodes) == n + 2
+        return dst
+    return shared.chain(), timed
+
+
+SETUPS = {name: globals()["w_" + name] for name in WORKLOADS}
+
+
+def measure(name, n, shared):
+    """Minimum over repeated runs of the timed part, in seconds."""
+    times = []
+    while True:
+        gc.disable()  # the inputs hold no garbage: building them needs no collection
+        state, timed = SETUPS[name](n, shared)
+        t0 = time.perf_counter()
+        result = timed(state)
+        t = time.perf_counter() - t0
+        gc.enable()
+        del result, state
+        gc.collect()
+        times.append(t)
+        if t > 2.0 or len(times) >= 20 or (len(times) >= 3 and sum(times) >= 0.5):
+            return min(times), len(times)
+
+
+def estimate(done, n):
+    """Extrapolated seconds for size n from the sizes already measured."""
+    if not done:
+        return 0.0
+    (n2, t2) = done[-1]
+    k = 1.0
+    if len(done) >= 2:
+        (n1, t1) = done[-2]
+        k = max(1.0, math.log(t2 / t1) / math.log(n2 / n1))
+    return t2 * (n / n2) ** k
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--limit", type=float, default=20.0,
+                    help="stop a workload once a size took (or would take) more than this (s)")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    workloads = args.workloads.split(",")
+
+    self_check()
+    done = {w: [] for w in workloads}    # (n, seconds) measured
+    stopped = {w: None for w in workloads}  # why the workload stopped going up
+    results = []
+    start = time.perf_counter()
+    for n in sizes:
+        shared = Shared(n)
+        for w in workloads:
+            entry = {"workload": w, "n": n}
+            if stopped[w] is not None:
+                entry.update(status="skipped", reason=stopped[w],
+                             estimated_seconds=estimate(done[w], n))
+                results.append(entry)
+                continue
+            est = estimate(done[w], n)
+            if est > args.limit:
+                stopped[w] = f"estimated {est:.0f} s > {args.limit:.0f} s"
+                entry.update(status="skipped", reason=stopped[w], estimated_seconds=est)
+                log(f"{w:20s} N={n:>8d}  skipped: {stopped[w]}")
+                results.append(entry)
+                continue
+            t, reps = measure(w, n, shared)
+            done[w].append((n, t))
+            entry.update(status="ok", seconds=t, repeats=reps)
+            log(f"{w:20s} N={n:>8d}  {t * 1e3:12.3f} ms  ({reps} runs)")
+            if t > args.limit:
+                stopped[w] = f"N={n} took {t:.0f} s > {args.limit:.0f} s"
+            results.append(entry)
+        shared.release()
+    json.dump({
+        "library": "torch.fx",
+        "torch_version": torch.__version__,
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "timing": "min over runs, gc disabled while timing",
+        "limit_seconds": args.limit,
+        "total_seconds": time.perf_counter() - start,
+        "results": results,
+    }, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs the graph-core benchmarks of fxcpp and torch.fx and prints one
+# markdown table comparing them (see docs/benchmarks.md). Builds nothing.
+#
+#   bench/run_graph_bench.sh path/to/graph_bench [graph_bench options...]
+#
+# Environment: PYTHON (default /usr/bin/python3, Debian's python3-torch),
+# FX_BENCH_OUT (a directory to keep fxcpp.json and torchfx.json in).
+set -euo pipefail
+
+if [[ $# -lt 1 || ! -x $1 ]]; then
+  echo "usage: $0 path/to/graph_bench [graph_bench options...]" >&2
+  echo "build it first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFXCPP_BUILD_BENCH=ON && make -C build -j2 graph_bench" >&2
+  exit 2
+fi
+bench=$1
+shift
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python=${PYTHON:-/usr/bin/python3}
+out=${FX_BENCH_OUT:-$(mktemp -d)}
+[[ -n ${FX_BENCH_OUT:-} ]] || trap 'rm -rf "$out"' EXIT
+mkdir -p "$out"
+
+echo "fxcpp: $bench" >&2
+"$bench" --benchmark_format=json "$@" >"$out/fxcpp.json"
+echo "torch.fx: $here/fx_graph_bench.py" >&2
+"$python" "$here/fx_graph_bench.py" >"$out/torchfx.json"
+"$python" "$here/compare.py" "$out/fxcpp.json" "$out/torchfx.json"
