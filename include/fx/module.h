@@ -1,0 +1,89 @@
+#pragma once
+// fx::Module: the nn.Module of fxcpp.
+//
+// A torch::nn::Module (parameters, buffers, submodules, named_*, train/eval,
+// to(), state_dict keys as in PyTorch) whose forward takes and returns
+// fx::Values, so that the same code runs eagerly and traces:
+//
+//   struct MyModel : fx::Module {
+//     torch::Tensor param;
+//     std::shared_ptr<fx::nn::Linear> linear;
+//     MyModel() : fx::Module("MyModel", {"x"}) {
+//       param = register_parameter("param", torch::rand({3, 4}));
+//       linear = register_module("linear", std::make_shared<fx::nn::Linear>(4, 5));
+//     }
+//     fx::Value forward(const std::vector<fx::Value>& in) override {
+//       return (*linear)(in[0] + param).clamp(fx::kw("min", 0.0), fx::kw("max", 1.0));
+//     }
+//   };
+//
+// The names given to the constructor are forward's parameters: they become
+// the graph's placeholders, with their default values.
+
+#include <fx/value.h>
+
+#include <torch/nn/module.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fx {
+
+class Module : public torch::nn::Module {
+ public:
+  struct Param {
+    Param(const char* n) : name(n) {}
+    Param(std::string n) : name(std::move(n)) {}
+    Param(std::string n, Value default_val) : name(std::move(n)), default_value(std::move(default_val)) {}
+    std::string name;
+    std::optional<Value> default_value;
+  };
+
+  // `type_name` is what Python would call the class (`torch.nn.Linear`,
+  // `MyModel`); `forward_params` the names (and defaults) of forward's
+  // parameters after self.
+  explicit Module(std::string type_name, std::vector<Param> forward_params = {"x"});
+
+  const std::string& type_name() const { return type_name_; }
+  const std::vector<Param>& forward_params() const { return params_; }
+
+  // The computation. `args` holds one value per forward parameter, defaults
+  // filled in.
+  virtual Value forward(const std::vector<Value>& args) = 0;
+
+  // Calls the module: binds positional values and fx::kw(...) keywords to
+  // forward's parameters, then runs forward, or, while tracing, lets the
+  // tracer decide (a leaf module becomes one call_module node).
+  template <class... A>
+  Value operator()(A&&... a) {
+    std::vector<Value> args;
+    ValueKwargs kwargs;
+    detail::pack_into(args, kwargs, std::forward<A>(a)...);
+    return call(std::move(args), std::move(kwargs));
+  }
+  Value call(std::vector<Value> args, ValueKwargs kwargs = {});
+
+  // A standard module of fx::nn (torch.nn in Python): traced as one
+  // call_module node by default (Tracer::is_leaf_module).
+  virtual bool is_standard_leaf() const { return false; }
+
+  // A plain tensor attribute (Python's `self.offset = torch.zeros(3)`):
+  // neither a parameter nor a buffer, so not in the state dict, but known by
+  // name to the tracer (a get_attr node) and to GraphModule. Re-registering a
+  // name replaces the tensor.
+  at::Tensor register_attribute(const std::string& name, at::Tensor value);
+  const std::vector<std::pair<std::string, at::Tensor>>& attributes() const { return attributes_; }
+
+  // forward's arguments in parameter order, defaults filled in; throws
+  // fx::Error naming the module and the parameter for a missing, unknown
+  // or repeated argument.
+  std::vector<Value> bind(std::vector<Value> args, ValueKwargs kwargs) const;
+
+ private:
+  std::string type_name_;
+  std::vector<Param> params_;
+  std::vector<std::pair<std::string, at::Tensor>> attributes_;
+};
+
+}  // namespace fx

@@ -1,0 +1,174 @@
+// Symbolic tracing with torch.fx's semantics (torch/fx/_symbolic_trace.py).
+#include <fx/node.h>
+#include <fx/runtime.h>
+#include <fx/tracer.h>
+
+namespace fx {
+
+namespace {
+thread_local Tracer* current_tracer = nullptr;
+
+// Makes `t` the current tracer for its lifetime.
+class CurrentTracer {
+ public:
+  explicit CurrentTracer(Tracer* t) : saved_(current_tracer) { current_tracer = t; }
+  ~CurrentTracer() { current_tracer = saved_; }
+  CurrentTracer(const CurrentTracer&) = delete;
+  CurrentTracer& operator=(const CurrentTracer&) = delete;
+
+ private:
+  Tracer* saved_;
+};
+
+const void* identity(const at::Tensor& t) { return t.unsafeGetTensorImpl(); }
+}  // namespace
+
+Tracer* Tracer::current() { return current_tracer; }
+
+std::unique_ptr<Graph> Tracer::trace(Module& root) {
+  graph_ = std::make_unique<Graph>();
+  root_ = &root;
+  param_names_.clear();
+  buffer_names_.clear();
+  param_proxies_.clear();
+  constant_names_.clear();
+  constants_.clear();
+  module_paths_.clear();
+  for (const auto& p : root.named_parameters()) param_names_.emplace(identity(p.value()), p.key());
+  for (const auto& b : root.named_buffers()) buffer_names_.emplace(identity(b.value()), b.key());
+  // Plain tensor attributes keep their names (FX's collect_tensor_attrs).
+  for (const auto& [name, t] : root.attributes()) constant_names_.emplace(identity(t), name);
+  for (const auto& m : root.named_modules("", /*include_self=*/false)) {
+    const auto* fm = dynamic_cast<const Module*>(m.value().get());
+    if (!fm) continue;
+    module_paths_.emplace(fm, m.key());
+    for (const auto& [name, t] : fm->attributes()) constant_names_.emplace(identity(t), m.key() + "." + name);
+  }
+
+  CurrentTracer scope(this);
+  std::vector<Value> args;
+  for (const auto& p : root.forward_params()) {
+    Args defaults;
+    if (p.default_value) defaults.push_back(create_arg(*p.default_value));
+    args.push_back(Value::proxy(create_node(Op::placeholder, Target(p.name), std::move(defaults), {}), this));
+  }
+  Value out = root.forward(args);
+  create_node(Op::output, Target("output"), {create_arg(out)}, {});
+  root_ = nullptr;
+  return std::move(graph_);
+}
+
+bool Tracer::is_leaf_module(const Module& m, std::string_view /*qualified_name*/) const {
+  return m.is_standard_leaf();
+}
+
+Value Tracer::call_module(Module& m, const std::function<Value()>& forward, const std::vector<Value>& args,
+                          const ValueKwargs& kwargs) {
+  std::string path = path_of_module(m);
+  if (!is_leaf_module(m, path)) return forward();
+  return create_proxy(Op::call_module, Target(path), args, kwargs);
+}
+
+std::string Tracer::path_of_module(const Module& m) const {
+  if (&m == root_) return "";
+  auto it = module_paths_.find(&m);
+  if (it == module_paths_.end())
+    throw TraceError("a " + m.type_name() + " module called while tracing is not a submodule of the traced " +
+                     (root_ ? root_->type_name() : std::string("module")) +
+                     "; register it with register_module so the graph can refer to it");
+  return it->second;
+}
+
+Value Tracer::getattr(std::string_view qualified_name, const at::Tensor& value) {
+  auto it = param_proxies_.find(identity(value));
+  if (it != param_proxies_.end()) return it->second;
+  Value proxy = create_proxy(Op::get_attr, Target(qualified_name), {}, {});
+  param_proxies_.emplace(identity(value), proxy);
+  return proxy;
+}
+
+Argument Tracer::create_arg(const Value& v) {
+  if (v.is_proxy()) {
+    if (v.tracer() != this)
+      throw TraceError("node '" + v.node()->name() +
+                       "' belongs to another trace and cannot be used in this one");
+    return v.node();
+  }
+  if (const auto* a = std::get_if<Argument>(&v.v_)) return *a;
+  if (const auto* seq = std::get_if<std::shared_ptr<const Value::Seq>>(&v.v_)) {
+    std::vector<Argument> items;
+    items.reserve((*seq)->items.size());
+    for (const auto& item : (*seq)->items) items.push_back(create_arg(item));
+    switch ((*seq)->kind) {
+      case Value::SeqKind::list:
+        return List{std::move(items)};
+      case Value::SeqKind::tuple:
+        return Tuple{std::move(items)};
+      case Value::SeqKind::slice:
+        return Slice{std::move(items)};
+    }
+  }
+  const c10::IValue& iv = std::get<c10::IValue>(v.v_);
+  if (iv.isNone()) return None;
+  if (iv.isBool()) return iv.toBool();
+  if (iv.isInt()) return iv.toInt();
+  if (iv.isDouble()) return iv.toDouble();
+  if (iv.isString()) return iv.toStringRef();
+  if (iv.isDevice()) return iv.toDevice();
+  if (iv.isTensor()) {
+    const at::Tensor& t = iv.toTensor();
+    if (auto p = param_names_.find(identity(t)); p != param_names_.end()) return getattr(p->second, t).node();
+    if (auto b = buffer_names_.find(identity(t)); b != buffer_names_.end())
+      return create_node(Op::get_attr, Target(b->second), {}, {});
+    // Another tensor: stored on the side as `_tensor_constantN` (one name per
+    // tensor, a get_attr node per use), as torch.fx does.
+    auto c = constant_names_.find(identity(t));
+    if (c == constant_names_.end()) {
+      std::string name;
+      for (size_t i = 0;; ++i) {
+        name = "_tensor_constant" + std::to_string(i);
+        bool taken =
+            root_ && (root_->named_parameters(false).contains(name) ||
+                      root_->named_buffers(false).contains(name) || root_->named_children().contains(name));
+        for (const auto& a : root_->attributes()) taken = taken || a.first == name;
+        for (const auto& k : constants_) taken = taken || k.first == name;
+        if (!taken) break;
+      }
+      constants_.emplace_back(name, t);
+      c = constant_names_.emplace(identity(t), name).first;
+    }
+    return create_node(Op::get_attr, Target(c->second), {}, {});
+  }
+  if (iv.isTuple() || iv.isList()) {
+    std::vector<Argument> items;
+    for (const auto& e : v.items()) items.push_back(create_arg(e));
+    if (iv.isTuple()) return Tuple{std::move(items)};
+    return List{std::move(items)};
+  }
+  throw TraceError("a value of type " + python_type_name(iv) +
+                   " cannot be recorded as a graph argument; make it an attribute of the module");
+}
+
+Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
+                          std::optional<std::string> type) {
+  return graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name),
+                             std::move(type));
+}
+
+Value Tracer::create_proxy(Op op, Target target, const std::vector<Value>& args, const ValueKwargs& kwargs,
+                           std::optional<std::string> name) {
+  if (!graph_)
+    throw TraceError("this tracer is not tracing; values of a finished trace cannot record operations");
+  Args node_args;
+  node_args.reserve(args.size());
+  for (const auto& a : args) node_args.push_back(create_arg(a));
+  Kwargs node_kwargs;
+  node_kwargs.reserve(kwargs.size());
+  for (const auto& [k, v] : kwargs) node_kwargs.emplace_back(k, create_arg(v));
+  return Value::proxy(create_node(op, target, std::move(node_args), std::move(node_kwargs), std::move(name)),
+                      this);
+}
+
+std::unique_ptr<Graph> symbolic_trace_graph(Module& root) { return Tracer().trace(root); }
+
+}  // namespace fx

@@ -1,0 +1,270 @@
+// fx::Value: concrete values run on LibTorch, symbolic ones are recorded.
+#include <fx/node.h>
+#include <fx/runtime.h>
+#include <fx/tracer.h>
+#include <fx/value.h>
+
+#include <algorithm>
+
+namespace fx {
+
+namespace {
+
+// The tracer of the first symbolic value inside `v`, or nullptr.
+Tracer* find_tracer(const Value& v);
+Tracer* find_tracer(const std::vector<Value>& args, const ValueKwargs& kwargs) {
+  for (const auto& a : args)
+    if (Tracer* t = find_tracer(a)) return t;
+  for (const auto& kv : kwargs)
+    if (Tracer* t = find_tracer(kv.second)) return t;
+  return nullptr;
+}
+Tracer* find_tracer(const Value& v) {
+  if (v.is_proxy()) return v.tracer();
+  if (v.is_sequence() && v.has_proxy()) {
+    for (const auto& item : v.items()) {
+      if (Tracer* t = find_tracer(item)) return t;
+    }
+  }
+  return nullptr;
+}
+
+[[noreturn]] void control_flow_error(const Value& v, std::string_view what) {
+  throw TraceError(
+      "symbolically traced variables cannot be used as inputs to control flow: " + std::string(what) +
+      " needs the value of node '" + v.node()->name() +
+      "', which is unknown while tracing. Pass the input it depends on as a concrete value, or move "
+      "the code into a function recorded as one node (fx::wrap) or into a leaf module");
+}
+
+// A list with the element type LibTorch expects: int[], float[], bool[],
+// Tensor[] when every item is one, a generic list otherwise.
+c10::IValue list_ivalue(std::vector<c10::IValue> items) {
+  auto all = [&](auto pred) { return std::all_of(items.begin(), items.end(), pred); };
+  if (all([](const c10::IValue& v) { return v.isInt(); })) {
+    c10::List<int64_t> l;
+    for (auto& v : items) l.push_back(v.toInt());
+    return l;
+  }
+  if (all([](const c10::IValue& v) { return v.isDouble(); })) {
+    c10::List<double> l;
+    for (auto& v : items) l.push_back(v.toDouble());
+    return l;
+  }
+  if (all([](const c10::IValue& v) { return v.isBool(); })) {
+    c10::List<bool> l;
+    for (auto& v : items) l.push_back(v.toBool());
+    return l;
+  }
+  if (all([](const c10::IValue& v) { return v.isTensor(); })) {
+    c10::List<at::Tensor> l;
+    for (auto& v : items) l.push_back(v.toTensor());
+    return l;
+  }
+  c10::impl::GenericList l(c10::AnyType::get());
+  for (auto& v : items) l.push_back(std::move(v));
+  return l;
+}
+
+// The first symbolic value inside `v` (which has one).
+Value first_proxy(const Value& v) {
+  if (v.is_proxy()) return v;
+  for (const auto& item : v.items())
+    if (item.has_proxy()) return first_proxy(item);
+  return v;
+}
+
+std::vector<c10::IValue> runtime_args(const std::vector<Value>& args) {
+  std::vector<c10::IValue> out;
+  out.reserve(args.size());
+  for (const auto& a : args) out.push_back(a.ivalue());
+  return out;
+}
+
+IValueKwargs runtime_kwargs(const ValueKwargs& kwargs) {
+  IValueKwargs out;
+  out.reserve(kwargs.size());
+  for (const auto& [k, v] : kwargs) out.emplace_back(k, v.ivalue());
+  return out;
+}
+
+}  // namespace
+
+Value Value::list(std::vector<Value> items) {
+  Value v;
+  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::list, std::move(items)});
+  return v;
+}
+
+Value Value::tuple(std::vector<Value> items) {
+  Value v;
+  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::tuple, std::move(items)});
+  return v;
+}
+
+Value Value::slice(Value start, Value stop, Value step) {
+  Value v;
+  v.v_ =
+      std::make_shared<const Seq>(Seq{SeqKind::slice, {std::move(start), std::move(stop), std::move(step)}});
+  return v;
+}
+
+Value Value::proxy(Node* node, Tracer* tracer) {
+  Value v;
+  v.v_ = Proxy{node, tracer};
+  return v;
+}
+
+Node* Value::node() const { return is_proxy() ? std::get<Proxy>(v_).node : nullptr; }
+Tracer* Value::tracer() const { return is_proxy() ? std::get<Proxy>(v_).tracer : nullptr; }
+
+bool Value::has_proxy() const {
+  if (is_proxy()) return true;
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_))
+    for (const auto& item : (*seq)->items)
+      if (item.has_proxy()) return true;
+  return false;
+}
+
+bool Value::is_none() const {
+  const auto* iv = std::get_if<c10::IValue>(&v_);
+  return iv && iv->isNone();
+}
+
+c10::IValue Value::ivalue() const {
+  if (is_proxy()) control_flow_error(*this, "reading the concrete value");
+  if (const auto* iv = std::get_if<c10::IValue>(&v_)) return *iv;
+  if (const auto* a = std::get_if<Argument>(&v_)) return to_ivalue(*a);
+  const Seq& seq = *std::get<std::shared_ptr<const Seq>>(v_);
+  std::vector<c10::IValue> items;
+  items.reserve(seq.items.size());
+  for (const auto& item : seq.items) items.push_back(item.ivalue());
+  switch (seq.kind) {
+    case SeqKind::tuple:
+      return c10::ivalue::Tuple::create(std::move(items));
+    case SeqKind::slice:
+      return slice_ivalue(items[0], items[1], items[2]);
+    case SeqKind::list:
+      break;
+  }
+  return list_ivalue(std::move(items));
+}
+
+at::Tensor Value::tensor() const {
+  c10::IValue v = ivalue();
+  if (!v.isTensor()) throw Error("expected a Tensor, got a " + python_type_name(v));
+  return v.toTensor();
+}
+
+std::vector<Value> Value::items() const {
+  if (is_proxy())
+    throw TraceError("node '" + node()->name() +
+                     "' is symbolic and cannot be iterated: its length is unknown while tracing. Use "
+                     "unpack(n) when the number of elements is known");
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_)) return (*seq)->items;
+  c10::IValue v = ivalue();
+  std::vector<Value> out;
+  if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) out.emplace_back(e);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) out.emplace_back(e);
+  } else {
+    throw Error("a " + python_type_name(v) + " value is not iterable");
+  }
+  return out;
+}
+
+std::vector<Value> Value::unpack(size_t n) const {
+  if (!is_proxy()) {
+    std::vector<Value> out = items();
+    if (out.size() != n)
+      throw Error("cannot unpack " + std::to_string(out.size()) + " values into " + std::to_string(n));
+    return out;
+  }
+  std::vector<Value> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back((*this)[static_cast<int64_t>(i)]);
+  return out;
+}
+
+Value::operator bool() const {
+  if (has_proxy()) control_flow_error(first_proxy(*this), "converting to bool");
+  c10::IValue v = ivalue();
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  if (v.isDouble()) return v.toDouble() != 0.0;
+  if (v.isNone()) return false;
+  if (v.isString()) return !v.toStringRef().empty();
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.numel() != 1) throw Error("Boolean value of Tensor with more than one value is ambiguous");
+    return t.item().toBool();
+  }
+  if (v.isList()) return !v.toListRef().empty();
+  if (v.isTuple()) return !v.toTupleRef().elements().empty();
+  return true;
+}
+
+int64_t Value::to_int() const {
+  if (is_proxy()) control_flow_error(*this, "converting to int");
+  c10::IValue v = ivalue();
+  if (v.isInt()) return v.toInt();
+  if (v.isBool()) return v.toBool() ? 1 : 0;
+  if (v.isDouble()) return static_cast<int64_t>(v.toDouble());
+  if (v.isTensor() && v.toTensor().numel() == 1) return v.toTensor().item().toLong();
+  throw Error("cannot convert a " + python_type_name(v) + " to int");
+}
+
+double Value::to_double() const {
+  if (is_proxy()) control_flow_error(*this, "converting to float");
+  c10::IValue v = ivalue();
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
+  if (v.isTensor() && v.toTensor().numel() == 1) return v.toTensor().item().toDouble();
+  throw Error("cannot convert a " + python_type_name(v) + " to float");
+}
+
+Value Value::operator[](const Value& index) const {
+  return call_function("operator.getitem", {*this, index});
+}
+Value Value::attr(std::string_view name) const {
+  return call_function("builtins.getattr", {*this, Value(std::string(name))});
+}
+
+Value Value::call_method(std::string_view name, std::vector<Value> args, ValueKwargs kwargs) const {
+  args.insert(args.begin(), *this);
+  if (Tracer* t = find_tracer(args, kwargs))
+    return t->create_proxy(Op::call_method, Target(name), args, kwargs);
+  return Value(resolve_method(name)->call(runtime_args(args), runtime_kwargs(kwargs)));
+}
+
+Value call_function(const Target& target, std::vector<Value> args, ValueKwargs kwargs) {
+  if (Tracer* t = find_tracer(args, kwargs)) return t->create_proxy(Op::call_function, target, args, kwargs);
+  return Value(resolve_function(target)->call(runtime_args(args), runtime_kwargs(kwargs)));
+}
+
+Value operator+(const Value& a, const Value& b) { return call_function("operator.add", {a, b}); }
+Value operator-(const Value& a, const Value& b) { return call_function("operator.sub", {a, b}); }
+Value operator*(const Value& a, const Value& b) { return call_function("operator.mul", {a, b}); }
+Value operator/(const Value& a, const Value& b) { return call_function("operator.truediv", {a, b}); }
+Value operator%(const Value& a, const Value& b) { return call_function("operator.mod", {a, b}); }
+Value operator&(const Value& a, const Value& b) { return call_function("operator.and_", {a, b}); }
+Value operator|(const Value& a, const Value& b) { return call_function("operator.or_", {a, b}); }
+Value operator^(const Value& a, const Value& b) { return call_function("operator.xor", {a, b}); }
+Value operator<<(const Value& a, const Value& b) { return call_function("operator.lshift", {a, b}); }
+Value operator>>(const Value& a, const Value& b) { return call_function("operator.rshift", {a, b}); }
+Value operator==(const Value& a, const Value& b) { return call_function("operator.eq", {a, b}); }
+Value operator!=(const Value& a, const Value& b) { return call_function("operator.ne", {a, b}); }
+Value operator<(const Value& a, const Value& b) { return call_function("operator.lt", {a, b}); }
+Value operator<=(const Value& a, const Value& b) { return call_function("operator.le", {a, b}); }
+Value operator>(const Value& a, const Value& b) { return call_function("operator.gt", {a, b}); }
+Value operator>=(const Value& a, const Value& b) { return call_function("operator.ge", {a, b}); }
+Value operator-(const Value& a) { return call_function("operator.neg", {a}); }
+Value operator+(const Value& a) { return call_function("operator.pos", {a}); }
+Value operator~(const Value& a) { return call_function("operator.invert", {a}); }
+Value floordiv(const Value& a, const Value& b) { return call_function("operator.floordiv", {a, b}); }
+Value pow(const Value& a, const Value& b) { return call_function("operator.pow", {a, b}); }
+Value matmul_op(const Value& a, const Value& b) { return call_function("operator.matmul", {a, b}); }
+
+}  // namespace fx

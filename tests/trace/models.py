@@ -1,0 +1,112 @@
+"""Python originals of the C++ models in trace_test.cpp; oracle.py traces
+them with torch.fx 1.13 to give the expected graph text and code."""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx import Tracer
+
+
+class MyModel(nn.Module):  # the FX tutorial's first example
+    def __init__(self):
+        super().__init__()
+        self.param = nn.Parameter(torch.rand(3, 4))
+        self.linear = nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.linear(x + self.param).clamp(min=0.0, max=1.0)
+
+
+class SimpleNet(nn.Module):  # the tutorial's relu -> gelu example
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(10, 20)
+        self.linear2 = nn.Linear(20, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.linear1(x))
+        x = torch.relu(self.linear2(x))
+        return x
+
+
+class BasicBlock(nn.Module):  # torchvision's ResNet block, with a downsample
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 8, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.downsample = nn.Sequential(nn.Conv2d(4, 8, 1, stride=2, bias=False), nn.BatchNorm2d(8))
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+        out = self.conv2(out)
+        out = self.bn2(out)
+        identity = self.downsample(x)
+        out += identity
+        out = self.relu(out)
+        return out
+
+
+class Attributes(nn.Module):  # parameters once, buffers per use, tensor constants
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(3))
+        self.register_buffer('scale', torch.ones(3))
+        self.offset = torch.zeros(3)  # a plain tensor attribute
+
+    def forward(self, x):
+        y = x * self.w + self.w
+        y = y * self.scale - self.scale
+        return y + self.offset
+
+
+class Operations(nn.Module):  # operators, methods, kwargs, indexing, reflection
+    def forward(self, x, y, scale=2.0):
+        b = x.size(0)
+        h = x.view(b, -1)
+        ch = h.chunk(2, dim=1)
+        a, c = ch[0], ch[1]  # FX 1.13 cannot unpack a Proxy on Python 3.11
+        z = torch.cat([a, c], dim=1) * scale
+        z = 2 - z
+        z = 1 / (z + 1e-05)
+        z = -z
+        s = z[:, 0:2]
+        t = z[..., None]
+        m = x.shape[1]
+        w = torch.matmul(y, y.t()) @ y
+        q = s.sum(dim=-1, keepdim=True) ** 2 // 3 % 5
+        r = t.flatten(1).mean(dim=1) > 0.5
+        return (q, r, m, w, F.gelu(z, approximate='tanh'))
+
+
+class Sequence(nn.Module):  # containers are traced through
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Dropout(0.1), nn.Identity()))
+        self.flatten = nn.Flatten()
+
+    def forward(self, x):
+        return self.flatten(self.features(x))
+
+
+class LinearNotLeaf(Tracer):  # a custom leaf policy: trace into nn.Linear
+    def is_leaf_module(self, m, qualname):
+        return not isinstance(m, nn.Linear) and super().is_leaf_module(m, qualname)
+
+
+MODELS = {
+    'my_model': (MyModel, None),
+    'simple_net': (SimpleNet, None),
+    'basic_block': (BasicBlock, None),
+    'attributes': (Attributes, None),
+    'operations': (Operations, None),
+    'sequence': (Sequence, None),
+    'simple_net_linear_not_leaf': (SimpleNet, LinearNotLeaf),
+    'sequence_linear_not_leaf': (Sequence, LinearNotLeaf),
+}

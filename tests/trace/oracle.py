@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Traces the models of models.py with torch.fx 1.13 and writes their graph
+text and code (normalized as tests/conformance/normalizations.py says) to
+the JSON file named on the command line."""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'conformance'))
+sys.path.insert(0, HERE)
+
+try:
+    import torch
+    import torch.fx
+except ImportError:
+    print('torch is not importable; skipping', file=sys.stderr)
+    sys.exit(77)
+
+import normalizations  # noqa: E402
+from models import MODELS  # noqa: E402
+
+
+def functional_targets():
+    """Every torch.nn.functional.X function, so that any of them a model calls is normalized."""
+    import types
+    import torch.nn.functional as F
+    kinds = (types.FunctionType, types.BuiltinFunctionType)
+    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
+
+
+def main():
+    pairs = normalizations.normalizations(functional_targets())
+    out = {}
+    for name, (cls, tracer_cls) in MODELS.items():
+        torch.manual_seed(0)
+        model = cls()
+        tracer = (tracer_cls or torch.fx.Tracer)()
+        graph = tracer.trace(model)
+        gm = torch.fx.GraphModule(tracer.root, graph)
+        out[name] = {
+            'graph': normalizations.apply(str(gm.graph), pairs),
+            'code': normalizations.apply(gm.code, pairs),
+        }
+    with open(sys.argv[1], 'w') as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,303 @@
+// Symbolic tracing of C++ models, compared with what torch.fx 1.13 records
+// for the Python originals in models.py (expected texts from oracle.py).
+#include <fx/fx.h>
+#include <fx/nn.h>
+#include <fx/tracer.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using fx::kw;
+using fx::Value;
+using fx::nn::BatchNorm2d;
+using fx::nn::Conv2d;
+using fx::nn::Linear;
+
+template <class M, class... A>
+std::shared_ptr<M> make(A&&... a) {
+  return std::make_shared<M>(std::forward<A>(a)...);
+}
+
+struct MyModel : fx::Module {
+  at::Tensor param;
+  std::shared_ptr<Linear> linear;
+  MyModel() : fx::Module("MyModel") {
+    param = register_parameter("param", torch::rand({3, 4}));
+    linear = register_module("linear", make<Linear>(4, 5));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    return (*linear)(in[0] + param).clamp(kw("min", 0.0), kw("max", 1.0));
+  }
+};
+
+struct SimpleNet : fx::Module {
+  std::shared_ptr<Linear> linear1, linear2;
+  SimpleNet() : fx::Module("SimpleNet") {
+    linear1 = register_module("linear1", make<Linear>(10, 20));
+    linear2 = register_module("linear2", make<Linear>(20, 10));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value x = fx::call("torch.relu", (*linear1)(in[0]));
+    return fx::call("torch.relu", (*linear2)(x));
+  }
+};
+
+struct BasicBlock : fx::Module {
+  std::shared_ptr<Conv2d> conv1, conv2;
+  std::shared_ptr<BatchNorm2d> bn1, bn2;
+  std::shared_ptr<fx::nn::ReLU> relu;
+  std::shared_ptr<fx::nn::Sequential> downsample;
+  BasicBlock() : fx::Module("BasicBlock") {
+    conv1 = register_module("conv1",
+                            make<Conv2d>(4, 8, std::vector<int64_t>{3, 3}, std::vector<int64_t>{2, 2},
+                                         std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, 1, false));
+    bn1 = register_module("bn1", make<BatchNorm2d>(8));
+    relu = register_module("relu", make<fx::nn::ReLU>(true));
+    conv2 = register_module("conv2",
+                            make<Conv2d>(8, 8, std::vector<int64_t>{3, 3}, std::vector<int64_t>{1, 1},
+                                         std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, 1, false));
+    bn2 = register_module("bn2", make<BatchNorm2d>(8));
+    downsample = register_module(
+        "downsample", make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                          make<Conv2d>(4, 8, std::vector<int64_t>{1, 1}, std::vector<int64_t>{2, 2},
+                                       std::vector<int64_t>{0, 0}, std::vector<int64_t>{1, 1}, 1, false),
+                          make<BatchNorm2d>(8)}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value x = in[0];
+    Value identity = x;
+    Value out = (*conv1)(x);
+    out = (*bn1)(out);
+    out = (*relu)(out);
+    out = (*conv2)(out);
+    out = (*bn2)(out);
+    identity = (*downsample)(x);
+    out += identity;
+    return (*relu)(out);
+  }
+};
+
+struct Attributes : fx::Module {
+  at::Tensor w, scale, offset;
+  Attributes() : fx::Module("Attributes") {
+    w = register_parameter("w", torch::rand({3}));
+    scale = register_buffer("scale", torch::ones({3}));
+    offset = register_attribute("offset", torch::zeros({3}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value y = in[0] * w + w;
+    y = y * scale - scale;
+    return y + offset;
+  }
+};
+
+struct Operations : fx::Module {
+  Operations() : fx::Module("Operations", {"x", "y", {"scale", 2.0}}) {}
+  Value forward(const std::vector<Value>& in) override {
+    const Value &x = in[0], &y = in[1], &scale = in[2];
+    Value b = x.size(0);
+    Value h = x.view(b, -1);
+    auto ac = h.chunk(2, kw("dim", 1)).unpack(2);
+    Value z = fx::call("torch.cat", Value::list({ac[0], ac[1]}), kw("dim", 1)) * scale;
+    z = 2 - z;
+    z = 1 / (z + 1e-05);
+    z = -z;
+    Value s = z[Value::tuple({Value::slice(fx::None, fx::None), Value::slice(0, 2)})];
+    Value t = z[Value::tuple({fx::Ellipsis, fx::None})];
+    Value m = x.shape()[1];
+    Value w = fx::matmul_op(fx::call("torch.matmul", y, y.t()), y);
+    Value q = fx::pow(s.sum(kw("dim", -1), kw("keepdim", true)), 2);
+    q = fx::floordiv(q, 3) % 5;
+    Value r = t.flatten(1).mean(kw("dim", 1)) > 0.5;
+    return Value::tuple({q, r, m, w, fx::call("torch.nn.functional.gelu", z, kw("approximate", "tanh"))});
+  }
+};
+
+struct Sequence : fx::Module {
+  std::shared_ptr<fx::nn::Sequential> features;
+  std::shared_ptr<fx::nn::Flatten> flatten;
+  Sequence() : fx::Module("Sequence") {
+    features =
+        register_module("features", make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                        make<Linear>(4, 4), make<fx::nn::ReLU>(),
+                                        make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                            make<fx::nn::Dropout>(0.1), make<fx::nn::Identity>()})}));
+    flatten = register_module("flatten", make<fx::nn::Flatten>());
+  }
+  Value forward(const std::vector<Value>& in) override { return (*flatten)((*features)(in[0])); }
+};
+
+// A custom leaf policy: trace into Linear.
+struct LinearNotLeaf : fx::Tracer {
+  bool is_leaf_module(const fx::Module& m, std::string_view name) const override {
+    return !dynamic_cast<const Linear*>(&m) && fx::Tracer::is_leaf_module(m, name);
+  }
+};
+
+nlohmann::json& expected() {
+  static nlohmann::json j = [] {
+    std::ifstream in(FXCPP_TRACE_EXPECTED);
+    if (!in) return nlohmann::json();
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+template <class M, class T = fx::Tracer>
+void expect_same_trace(const std::string& name) {
+  if (expected().is_null())
+    GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_TRACE_EXPECTED << ")";
+  ASSERT_TRUE(expected().contains(name)) << name;
+  M model;
+  T tracer;
+  std::unique_ptr<fx::Graph> g = tracer.trace(model);
+  g->lint();
+  EXPECT_EQ(g->to_string(), expected()[name]["graph"].get<std::string>());
+  EXPECT_EQ(g->python_code().src, expected()[name]["code"].get<std::string>());
+}
+
+TEST(Trace, SeedTutorialMyModel) { expect_same_trace<MyModel>("my_model"); }
+TEST(Trace, SimpleNet) { expect_same_trace<SimpleNet>("simple_net"); }
+TEST(Trace, ResNetBasicBlock) { expect_same_trace<BasicBlock>("basic_block"); }
+TEST(Trace, ParametersBuffersAndTensorAttributes) { expect_same_trace<Attributes>("attributes"); }
+TEST(Trace, OperatorsMethodsKwargsIndexing) { expect_same_trace<Operations>("operations"); }
+TEST(Trace, ContainersAreTracedThrough) { expect_same_trace<Sequence>("sequence"); }
+TEST(Trace, CustomLeafPolicy) {
+  expect_same_trace<SimpleNet, LinearNotLeaf>("simple_net_linear_not_leaf");
+  expect_same_trace<Sequence, LinearNotLeaf>("sequence_linear_not_leaf");
+}
+
+// The seed's BadModel: `if x.sum() > 0` depends on the data.
+struct BadModel : fx::Module {
+  BadModel() : fx::Module("BadModel") {}
+  Value forward(const std::vector<Value>& in) override {
+    if (in[0].sum() > 0) return in[0];
+    return -in[0];
+  }
+};
+
+TEST(Trace, DataDependentControlFlowIsATraceError) {
+  BadModel m;
+  try {
+    fx::symbolic_trace_graph(m);
+    FAIL() << "no TraceError";
+  } catch (const fx::TraceError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("cannot be used as inputs to control flow"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("converting to bool"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'gt'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("fx::wrap"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(fx::Tracer::current(), nullptr);  // the failed trace left nothing behind
+}
+
+struct Loops : fx::Module {
+  std::string mode;
+  explicit Loops(std::string m) : fx::Module("Loops"), mode(std::move(m)) {}
+  Value forward(const std::vector<Value>& in) override {
+    if (mode == "int") return Value(in[0].size(0).to_int());
+    if (mode == "float") return Value(in[0].sum().to_double());
+    Value acc = 0;
+    for (const Value& v : in[0].items()) acc = acc + v;
+    return acc;
+  }
+};
+
+TEST(Trace, SymbolicValuesHaveNoConcreteValue) {
+  for (const char* mode : {"int", "float", "iterate"}) {
+    Loops m(mode);
+    EXPECT_THROW(fx::symbolic_trace_graph(m), fx::TraceError) << mode;
+  }
+}
+
+// Static control flow on a hyperparameter is fine: each setting traces its own graph.
+struct Static : fx::Module {
+  bool do_activation;
+  explicit Static(bool act) : fx::Module("Static"), do_activation(act) {}
+  Value forward(const std::vector<Value>& in) override {
+    Value x = in[0] * 2;
+    if (do_activation) x = x.relu();
+    return x;
+  }
+};
+
+TEST(Trace, StaticControlFlowSpecializes) {
+  Static on(true), off(false);
+  EXPECT_EQ(fx::symbolic_trace_graph(on)->size(), 4u);
+  EXPECT_EQ(fx::symbolic_trace_graph(off)->size(), 3u);
+}
+
+TEST(Trace, ModulesOutsideTheRootAreRejected) {
+  struct Stray : fx::Module {
+    std::shared_ptr<Linear> stray = std::make_shared<Linear>(2, 2);  // never registered
+    Stray() : fx::Module("Stray") {}
+    Value forward(const std::vector<Value>& in) override { return (*stray)(in[0]); }
+  } m;
+  try {
+    fx::symbolic_trace_graph(m);
+    FAIL();
+  } catch (const fx::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("register_module"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trace, ForwardArgumentsAreChecked) {
+  Operations m;
+  EXPECT_THROW(m.bind({1, 2, 3, 4}, {}), fx::Error);
+  EXPECT_THROW(m.bind({1}, {}), fx::Error);                // y missing
+  EXPECT_THROW(m.bind({1, 2}, {{"x", 3}}), fx::Error);     // x twice
+  EXPECT_THROW(m.bind({1, 2}, {{"nope", 3}}), fx::Error);  // unknown
+  EXPECT_EQ(m.bind({1}, {{"y", 3}}).size(), 3u);           // scale defaulted
+}
+
+}  // namespace
+
+namespace {
+
+// The same model code runs eagerly on concrete values.
+TEST(Eager, ModelsRunOnLibTorch) {
+  torch::manual_seed(0);
+  MyModel m;
+  at::Tensor x = torch::randn({2, 3, 4});
+  at::Tensor got = m(x).tensor();
+  at::Tensor want =
+      torch::nn::functional::linear(x + m.param, m.linear->weight, m.linear->bias).clamp(0.0, 1.0);
+  EXPECT_TRUE(torch::allclose(got, want));
+
+  BasicBlock block;
+  block.eval();
+  at::Tensor img = torch::randn({2, 4, 8, 8});
+  auto bn = [](const at::Tensor& t, const BatchNorm2d& b) {
+    return torch::batch_norm(t, b.weight, b.bias, b.running_mean, b.running_var, false, 0.1, 1e-05, false);
+  };
+  at::Tensor out = bn(torch::conv2d(img, block.conv1->weight, {}, 2, 1), *block.bn1).relu();
+  out = bn(torch::conv2d(out, block.conv2->weight, {}, 1, 1), *block.bn2);
+  auto& down_conv = dynamic_cast<Conv2d&>((*block.downsample)[0]);
+  auto& down_bn = dynamic_cast<BatchNorm2d&>((*block.downsample)[1]);
+  out = (out + bn(torch::conv2d(img, down_conv.weight, {}, 2), down_bn)).relu();
+  EXPECT_TRUE(torch::allclose(block(img).tensor(), out, 1e-5, 1e-6));
+}
+
+TEST(Eager, OperationsOnConcreteValues) {
+  Operations m;
+  at::Tensor x = torch::rand({4, 6}), y = torch::rand({3, 3});
+  auto out = m(x, y).items();
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[2].ivalue().toInt(), 6);  // x.shape[1], a Python int
+  EXPECT_TRUE(torch::allclose(out[3].tensor(), torch::matmul(torch::matmul(y, y.t()), y)));
+  at::Tensor z = -(1 / ((2 - x.view({4, -1}) * 2.0) + 1e-05));
+  EXPECT_TRUE(torch::allclose(out[4].tensor(), torch::gelu(z, "tanh")));
+}
+
+TEST(Eager, ConcreteControlFlowWorks) {
+  BadModel m;
+  at::Tensor pos = torch::ones({3}), neg = -torch::ones({3});
+  EXPECT_TRUE(torch::equal(m(pos).tensor(), pos));
+  EXPECT_TRUE(torch::equal(m(neg).tensor(), -neg));
+}
+
+}  // namespace
