@@ -61,7 +61,7 @@ bool is_int_list_type(const c10::TypePtr& t) {
 
 // Converts `v` to the schema type `t` (with fixed list size N), the way
 // Python's argument parser accepts it. nullopt when it does not fit.
-std::optional<c10::IValue> fit(const c10::TypePtr& t, std::optional<int32_t> N, const c10::IValue& v, bool wrap) {
+std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, const c10::IValue& v, bool wrap) {
   switch (t->kind()) {
     case c10::TypeKind::AnyType:
       return v;
@@ -171,7 +171,7 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, std::optional<int32_t> N, 
       if (!seq) return std::nullopt;
       c10::impl::GenericList l(elem);
       for (const auto& e : sequence_items(v)) {
-        auto f = fit(elem, std::nullopt, e, wrap);
+        auto f = fit(elem, c10::nullopt, e, wrap);
         if (!f) return std::nullopt;
         l.push_back(std::move(*f));
       }
@@ -263,9 +263,19 @@ class AtenCallable final : public Callable {
       op.callBoxed(stack);
     } catch (const c10::Error& e) {
       throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) + "): " + e.what_without_backtrace());
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // some kernels throw std::runtime_error
+      throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) + "): " + e.what());
     }
-    for (auto& v : stack)
+    for (auto& v : stack) {
       if (v.isSymInt()) v = v.toSymInt().expect_int();
+      // Python's bindings return Tensor[] as a tuple (torch.ops.* keeps the list).
+      if (tuple_lists_ && v.isTensorList()) {
+        auto l = v.toTensorVector();
+        v = c10::ivalue::Tuple::create(std::vector<c10::IValue>(l.begin(), l.end()));
+      }
+    }
     if (stack.empty()) return c10::IValue();
     if (stack.size() == 1) return std::move(stack[0]);
     if (const auto& t = return_types_[static_cast<size_t>(choice / 2)])
@@ -353,6 +363,7 @@ class AtenCallable final : public Callable {
   std::vector<c10::TupleTypePtr> return_types_;  // per op; null when unnamed
   bool method_;
   bool varargs_;
+  bool tuple_lists_ = varargs_;  // not torch.ops.*
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::string, int> cache_;
 };

@@ -60,8 +60,8 @@ int64_t softmax_dim(const std::string& fn, const c10::IValue& dim, int64_t ndim)
   return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1;  // F._get_softmax_dim
 }
 
-std::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
-  if (v.isNone()) return std::nullopt;
+c10::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return c10::nullopt;
   return static_cast<c10::ScalarType>(to_int(fn, v));
 }
 
@@ -211,7 +211,10 @@ void register_functional(Adapters& ad) {
         at::Tensor x = to_tensor(fn, a[0]);
         at::Tensor denom =
             x.norm(to_scalar(fn, a[1]), {to_int(fn, a[2])}, true).clamp_min(to_double(fn, a[3])).expand_as(x);
-        if (!a[4].isNone()) return c10::IValue(at::div_out(to_tensor(fn, a[4]), x, denom));
+        if (!a[4].isNone()) {
+          at::Tensor out = to_tensor(fn, a[4]);
+          return c10::IValue(at::div_out(out, x, denom));
+        }
         return c10::IValue(x / denom);
       });
 
@@ -250,7 +253,7 @@ void register_functional(Adapters& ad) {
           auto k = to_int_list(fn, a[1], n);
           auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
           auto p = to_int_list(fn, a[3], n);
-          std::optional<int64_t> div = a[6].isNone() ? std::nullopt : std::optional<int64_t>(to_int(fn, a[6]));
+          c10::optional<int64_t> div = a[6].isNone() ? c10::nullopt : c10::optional<int64_t>(to_int(fn, a[6]));
           if (n == 2) return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
           return c10::IValue(at::avg_pool3d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
         });

@@ -25,11 +25,12 @@ std::optional<int64_t> slice_part(const c10::IValue& v) {
 }
 
 at::indexing::TensorIndex tensor_index(const c10::IValue& v) {
-  using namespace at::indexing;
-  if (v.isNone()) return TensorIndex(None);
+  using at::indexing::Slice;
+  using at::indexing::TensorIndex;
+  if (v.isNone()) return TensorIndex(at::indexing::None);
   if (v.isBool()) return TensorIndex(v.toBool());
   if (v.isInt()) return TensorIndex(v.toInt());
-  if (is_ellipsis(v)) return TensorIndex(Ellipsis);
+  if (is_ellipsis(v)) return TensorIndex(at::indexing::Ellipsis);
   if (is_slice(v)) {
     auto p = slice_parts(v);
     auto start = slice_part(p[0]), stop = slice_part(p[1]), step = slice_part(p[2]);

@@ -62,7 +62,7 @@ double to_double(const std::string& fn, const c10::IValue& v);
 int64_t to_int(const std::string& fn, const c10::IValue& v);  // int or bool
 bool to_bool(const std::string& fn, const c10::IValue& v);
 at::Tensor to_tensor(const std::string& fn, const c10::IValue& v);
-std::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v);
+c10::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v);
 std::string to_str(const std::string& fn, const c10::IValue& v);
 // An int or a sequence of ints; a single int is repeated n times (n > 0).
 std::vector<int64_t> to_int_list(const std::string& fn, const c10::IValue& v, size_t n = 0);

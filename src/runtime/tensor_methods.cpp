@@ -106,7 +106,7 @@ void register_tensor_methods(Adapters& ad) {
     std::optional<c10::Device> device;
     std::optional<c10::ScalarType> dtype;
     bool non_blocking = false, copy = false;
-    std::optional<c10::MemoryFormat> mf;
+    c10::optional<c10::MemoryFormat> mf;
     size_t i = 1;
     auto take_device = [&](const c10::IValue& v) {
       if (v.isDevice()) device = v.toDevice();

@@ -23,7 +23,7 @@ void flatten_data(const std::string& fn, const c10::IValue& v, std::vector<int64
                   std::vector<c10::IValue>& flat) {
   if (is_sequence(v)) {
     auto items = sequence_items(v);
-    if (shape.size() == depth) shape.push_back(static_cast<int64_t>(items.size()));
+    if (shape.size() <= depth) shape.resize(depth + 1, static_cast<int64_t>(items.size()));
     else if (shape[depth] != static_cast<int64_t>(items.size()))
       throw Error(fn + ": ValueError: expected sequence of length " + std::to_string(shape[depth]) + " at dim " +
                   std::to_string(depth) + " (got " + std::to_string(items.size()) + ")");
@@ -43,8 +43,8 @@ void register_torch_functions(Adapters& ad) {
       auto a = bind("torch.split", {req("tensor"), req("split_size_or_sections"), opt("dim", int64_t{0})}, args, kwargs);
       at::Tensor t = to_tensor("torch.split", a[0]);
       int64_t dim = to_int("torch.split", a[2]);
-      if (a[1].isInt()) return t.split(a[1].toInt(), dim);
-      return t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
+      auto parts = a[1].isInt() ? t.split(a[1].toInt(), dim) : t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
+      return c10::ivalue::Tuple::create(std::vector<c10::IValue>(parts.begin(), parts.end()));
     });
   }
   for (const char* name : {"torch.einsum", "torch.functional.einsum"}) {
@@ -94,6 +94,10 @@ void register_torch_functions(Adapters& ad) {
     if (!a[2].isNone()) out = out.to(a[2].isDevice() ? a[2].toDevice() : c10::Device(to_str(fn, a[2])));
     if (to_bool(fn, a[3])) out.set_requires_grad(true);
     return out;
+  });
+  ad.function("torch.numel", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("torch.numel", {req("input")}, args, kwargs);
+    return to_tensor("torch.numel", a[0]).numel();
   });
   ad.function("torch.is_tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     auto a = bind("torch.is_tensor", {req("obj")}, args, kwargs);

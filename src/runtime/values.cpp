@@ -34,8 +34,8 @@ at::Tensor to_tensor(const std::string& fn, const c10::IValue& v) {
   type_error(fn, "expected a Tensor, got " + python_type_name(v));
 }
 
-std::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v) {
-  if (v.isNone()) return std::nullopt;
+c10::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return c10::nullopt;
   return to_tensor(fn, v);
 }
 
@@ -49,7 +49,7 @@ bool is_sequence(const c10::IValue& v) { return v.isTuple() || v.isList(); }
 std::vector<c10::IValue> sequence_items(const c10::IValue& v) {
   if (v.isTuple()) {
     const auto& e = v.toTupleRef().elements();
-    return {e.begin(), e.end()};
+    return std::vector<c10::IValue>(e.begin(), e.end());
   }
   if (v.isList()) return v.toListRef().vec();
   return {};
