@@ -1,12 +1,12 @@
-// operator.getitem: tensor indexing through at::indexing, and Python's
-// indexing of tuples, lists, dicts and strings.
+// operator.getitem: tensor indexing as Python does it (select, slice,
+// unsqueeze, aten::index), and Python's indexing of tuples, lists, dicts and
+// strings.
 //
 // Slices and Ellipsis arrive as the capsules of fx::slice_ivalue /
 // fx::ellipsis_ivalue (to_ivalue makes them from fx::Slice / fx::Ellipsis).
 
 #include "internal.h"
 
-#include <ATen/TensorIndexing.h>
 
 #include <limits>
 
@@ -24,38 +24,88 @@ std::optional<int64_t> slice_part(const c10::IValue& v) {
   throw Error("operator.getitem: slice indices must be integers or None, got " + python_type_name(v));
 }
 
-at::indexing::TensorIndex tensor_index(const c10::IValue& v) {
-  using at::indexing::Slice;
-  using at::indexing::TensorIndex;
-  if (v.isNone()) return TensorIndex(at::indexing::None);
-  if (v.isBool()) return TensorIndex(v.toBool());
-  if (v.isInt()) return TensorIndex(v.toInt());
-  if (is_ellipsis(v)) return TensorIndex(at::indexing::Ellipsis);
-  if (is_slice(v)) {
-    auto p = slice_parts(v);
-    auto start = slice_part(p[0]), stop = slice_part(p[1]), step = slice_part(p[2]);
-    if (step && *step == 0) throw Error("operator.getitem: slice step cannot be zero");
-    auto o = [](std::optional<int64_t> x) { return x ? c10::optional<int64_t>(*x) : c10::optional<int64_t>(); };
-    return TensorIndex(Slice(o(start), o(stop), o(step)));
-  }
-  if (v.isTensor()) return TensorIndex(v.toTensor());
-  if (v.isIntList()) return TensorIndex(at::tensor(v.toIntVector(), at::kLong));
+// An index that is a list or a tensor: the advanced-indexing tensor.
+at::Tensor index_tensor(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor();
+  if (v.isIntList()) return at::tensor(v.toIntVector(), at::kLong);
   if (v.isBoolList()) {
     auto b = v.toBoolList();
     std::vector<uint8_t> bytes(b.begin(), b.end());
-    return TensorIndex(at::tensor(bytes, at::kBool));
+    return at::tensor(bytes, at::kByte).to(at::kBool);
   }
-  if (v.isList()) {  // a list of ints and tensors: an index tensor, as Python makes
-    std::vector<at::Tensor> parts;
-    for (const auto& e : v.toListRef()) {
-      if (e.isInt()) parts.push_back(at::scalar_tensor(e.toInt(), at::kLong));
-      else if (e.isTensor()) parts.push_back(e.toTensor());
-      else throw Error("operator.getitem: a list index must hold ints or tensors, got " + python_type_name(e));
+  // a list of ints and tensors: an index tensor, as Python makes
+  std::vector<at::Tensor> parts;
+  for (const auto& e : v.toListRef()) {
+    if (e.isInt()) parts.push_back(at::scalar_tensor(e.toInt(), at::kLong));
+    else if (e.isTensor()) parts.push_back(e.toTensor());
+    else throw Error("operator.getitem: a list index must hold ints or tensors, got " + python_type_name(e));
+  }
+  return at::stack(parts);
+}
+
+bool is_index_kind(const c10::IValue& v) {
+  return v.isNone() || v.isBool() || v.isInt() || is_ellipsis(v) || is_slice(v) || v.isTensor() || v.isList();
+}
+
+// Python's tensor indexing (torch/csrc/autograd/python_variable_indexing.cpp,
+// applySlicing) with ATen ops: ints select, slices slice, None and bools
+// unsqueeze, Ellipsis skips the unindexed dims, tensors and lists index
+// through aten::index. (at::indexing::TensorIndex is not used: copying one
+// in LibTorch 1.13 reads an uninitialized bool, which UBSan reports.)
+at::Tensor index_tensor_with(const at::Tensor& self, const std::vector<c10::IValue>& idx) {
+  int64_t specified = 0;
+  bool seen_ellipsis = false;
+  for (const auto& v : idx) {
+    if (!is_index_kind(v))
+      throw Error("operator.getitem: only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                  "are valid indices, got " + python_type_name(v));
+    if (is_ellipsis(v)) {
+      if (seen_ellipsis) throw Error("operator.getitem: an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+    } else if (v.isTensor() && (v.toTensor().scalar_type() == at::kBool || v.toTensor().scalar_type() == at::kByte)) {
+      specified += v.toTensor().dim();
+    } else if (!v.isNone() && !v.isBool()) {
+      ++specified;
     }
-    return TensorIndex(at::stack(parts));
   }
-  throw Error("operator.getitem: only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-              "valid indices, got " + python_type_name(v));
+  if (specified > self.dim())
+    throw Error("operator.getitem: IndexError: too many indices for tensor of dimension " + std::to_string(self.dim()));
+  at::Tensor result = self;
+  int64_t dim = 0;
+  c10::List<c10::optional<at::Tensor>> advanced;
+  auto record = [&](at::Tensor t) {
+    while (static_cast<int64_t>(advanced.size()) <= dim) advanced.push_back(c10::nullopt);
+    advanced.set(static_cast<size_t>(dim), std::move(t));
+    ++dim;
+  };
+  for (const auto& v : idx) {
+    if (v.isNone()) {
+      result = result.unsqueeze(dim++);
+    } else if (v.isBool()) {
+      result = result.unsqueeze(dim);
+      record(v.toBool() ? at::zeros({1}, at::kLong) : at::empty({0}, at::kLong));
+    } else if (v.isInt()) {
+      const int64_t size = result.size(dim), i = v.toInt();
+      if (i < -size || i >= size)
+        throw Error("operator.getitem: IndexError: index " + std::to_string(i) + " is out of bounds for dimension " +
+                    std::to_string(dim) + " with size " + std::to_string(size));
+      result = result.select(dim, i);
+    } else if (is_ellipsis(v)) {
+      dim += self.dim() - specified;
+    } else if (is_slice(v)) {
+      auto p = slice_parts(v);
+      auto start = slice_part(p[0]), stop = slice_part(p[1]), step = slice_part(p[2]);
+      const int64_t st = step.value_or(1);
+      if (st == 0) throw Error("operator.getitem: ValueError: slice step cannot be zero");
+      if (st < 0) throw Error("operator.getitem: ValueError: step must be greater than zero");
+      result = result.slice(dim, start.value_or(0), stop.value_or(std::numeric_limits<int64_t>::max()), st);
+      ++dim;
+    } else {
+      record(index_tensor(v));
+    }
+  }
+  if (advanced.empty()) return result.alias();
+  return at::index(result, advanced);
 }
 
 // Python's PySlice_AdjustIndices: the positions a slice selects in a sequence.
@@ -106,13 +156,11 @@ int64_t sequence_position(const c10::IValue& idx, int64_t len, const char* what)
 
 c10::IValue getitem(const c10::IValue& obj, const c10::IValue& idx) {
   if (obj.isTensor()) {
-    std::vector<at::indexing::TensorIndex> indices;
     if (idx.isTuple()) {
-      for (const auto& e : idx.toTupleRef().elements()) indices.push_back(tensor_index(e));
-    } else {
-      indices.push_back(tensor_index(idx));
+      const auto& e = idx.toTupleRef().elements();
+      return index_tensor_with(obj.toTensor(), std::vector<c10::IValue>(e.begin(), e.end()));
     }
-    return obj.toTensor().index(indices);
+    return index_tensor_with(obj.toTensor(), {idx});
   }
   if (obj.isTuple()) {
     const auto& e = obj.toTupleRef().elements();

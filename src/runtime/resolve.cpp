@@ -20,8 +20,10 @@ class FnCallable final : public Callable {
   c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const override {
     try {
       return fn_(args, kwargs);
-    } catch (const Error&) {
-      throw;
+    } catch (const Error& e) {
+      // an error of an inner call (operator.add -> aten::add) names this target too
+      if (std::string_view(e.what()).substr(0, description_.size()) == description_) throw;
+      throw Error(description_ + ": " + e.what());
     } catch (const c10::Error& e) {
       throw Error(description_ + ": " + e.what_without_backtrace());
     } catch (const std::exception& e) {
