@@ -4,6 +4,13 @@
 #include <fx/argument.h>
 #include <fx/error.h>
 #include <fx/graph.h>
+#include <fx/graph_module.h>
+#include <fx/interpreter.h>
 #include <fx/meta.h>
+#include <fx/module.h>
+#include <fx/nn.h>
 #include <fx/node.h>
+#include <fx/runtime.h>
 #include <fx/target.h>
+#include <fx/tracer.h>
+#include <fx/value.h>

@@ -75,10 +75,19 @@ class Module : public torch::nn::Module {
   at::Tensor register_attribute(const std::string& name, at::Tensor value);
   const std::vector<std::pair<std::string, at::Tensor>>& attributes() const { return attributes_; }
 
+  // What Python's repr(module) shows inside the parentheses
+  // (`in_features=4, out_features=5, bias=True` for Linear).
+  virtual std::string extra_repr() const { return ""; }
+  // Python's repr(module): the class name, extra_repr and the children.
+  std::string repr() const;
+
   // forward's arguments in parameter order, defaults filled in; throws
   // fx::Error naming the module and the parameter for a missing, unknown
   // or repeated argument.
   std::vector<Value> bind(std::vector<Value> args, ValueKwargs kwargs) const;
+
+ protected:
+  void set_forward_params(std::vector<Param> params) { params_ = std::move(params); }
 
  private:
   std::string type_name_;

@@ -24,6 +24,7 @@ class StandardModule : public Module {
 // torch.nn.Linear(in_features, out_features, bias=True)
 class Linear : public StandardModule {
  public:
+  std::string extra_repr() const override;
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Value forward(const std::vector<Value>& args) override;
   int64_t in_features, out_features;
@@ -33,6 +34,7 @@ class Linear : public StandardModule {
 // torch.nn.Conv2d(in, out, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True)
 class Conv2d : public StandardModule {
  public:
+  std::string extra_repr() const override;
   Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
          std::vector<int64_t> stride = {1, 1}, std::vector<int64_t> padding = {0, 0},
          std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1, bool bias = true);
@@ -45,6 +47,7 @@ class Conv2d : public StandardModule {
 // torch.nn.BatchNorm2d(num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
 class BatchNorm2d : public StandardModule {
  public:
+  std::string extra_repr() const override;
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-05, double momentum = 0.1);
   Value forward(const std::vector<Value>& args) override;
   int64_t num_features;
@@ -55,6 +58,7 @@ class BatchNorm2d : public StandardModule {
 // torch.nn.ReLU(inplace=False)
 class ReLU : public StandardModule {
  public:
+  std::string extra_repr() const override;
   explicit ReLU(bool inplace = false);
   Value forward(const std::vector<Value>& args) override;
   bool inplace;
@@ -63,6 +67,7 @@ class ReLU : public StandardModule {
 // torch.nn.Dropout(p=0.5, inplace=False)
 class Dropout : public StandardModule {
  public:
+  std::string extra_repr() const override;
   explicit Dropout(double p = 0.5, bool inplace = false);
   Value forward(const std::vector<Value>& args) override;
   double p;
@@ -72,6 +77,7 @@ class Dropout : public StandardModule {
 // torch.nn.Flatten(start_dim=1, end_dim=-1)
 class Flatten : public StandardModule {
  public:
+  std::string extra_repr() const override;
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
   Value forward(const std::vector<Value>& args) override;
   int64_t start_dim, end_dim;

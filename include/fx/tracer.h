@@ -6,8 +6,8 @@
 // Placeholders come from forward's parameters (with their defaults);
 // parameters used are get_attr nodes (found by identity, one per parameter),
 // buffers get a get_attr node per use, other tensors become `_tensor_constantN`
-// attributes of the root; leaf modules are call_module nodes and other
-// modules are traced through.
+// attributes of the root (registered on it, as torch.fx sets them); leaf modules are call_module nodes and
+// other modules are traced through.
 
 #include <fx/graph.h>
 #include <fx/module.h>
@@ -62,9 +62,6 @@ class Tracer {
   // The tracer running on this thread, or nullptr.
   static Tracer* current();
 
-  // Tensor constants the trace stored on the root (`_tensor_constant0`, ...).
-  const std::vector<std::pair<std::string, at::Tensor>>& tensor_constants() const { return constants_; }
-
  private:
   std::unique_ptr<Graph> graph_;
   Module* root_ = nullptr;
@@ -72,7 +69,6 @@ class Tracer {
   std::unordered_map<const void*, std::string> buffer_names_;  // TensorImpl* -> qualified name
   std::unordered_map<const void*, Value> param_proxies_;
   std::unordered_map<const void*, std::string> constant_names_;
-  std::vector<std::pair<std::string, at::Tensor>> constants_;
   std::unordered_map<const Module*, std::string> module_paths_;
 };
 

@@ -6,6 +6,46 @@ namespace fx {
 Module::Module(std::string type_name, std::vector<Param> forward_params)
     : type_name_(std::move(type_name)), params_(std::move(forward_params)) {}
 
+namespace {
+// torch.nn.modules.module._addindent: indent every line but the first.
+std::string add_indent(const std::string& s, size_t spaces) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '\n') out.append(spaces, ' ');
+  }
+  return out;
+}
+}  // namespace
+
+std::string Module::repr() const {
+  std::vector<std::string> extra_lines;
+  std::string extra = extra_repr();
+  for (size_t start = 0; !extra.empty() && start <= extra.size();) {
+    size_t nl = extra.find('\n', start);
+    extra_lines.push_back(extra.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  std::vector<std::string> child_lines;
+  for (const auto& child : named_children()) {
+    const auto* m = dynamic_cast<const Module*>(child.value().get());
+    std::string child_repr = m ? m->repr() : "Module()";
+    child_lines.push_back("(" + child.key() + "): " + add_indent(child_repr, 2));
+  }
+  size_t dot = type_name_.rfind('.');
+  std::string out = dot == std::string::npos ? type_name_ : type_name_.substr(dot + 1);
+  out += '(';
+  if (extra_lines.size() == 1 && child_lines.empty()) {
+    out += extra_lines[0];
+  } else if (!extra_lines.empty() || !child_lines.empty()) {
+    out += "\n";
+    for (const auto& l : extra_lines) out += "  " + l + "\n";
+    for (const auto& l : child_lines) out += "  " + l + "\n";
+  }
+  return out + ")";
+}
+
 at::Tensor Module::register_attribute(const std::string& name, at::Tensor value) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw Error(type_name_ + ".register_attribute: '" + name + "' is not a valid attribute name");

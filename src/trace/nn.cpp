@@ -5,6 +5,8 @@
 
 #include <torch/nn/init.h>
 
+#include "../ir/repr.h"
+
 #include <cmath>
 
 namespace fx::nn {
@@ -27,6 +29,14 @@ Value tuple_of(const std::vector<int64_t>& v) {
 }
 
 Value optional_tensor(const at::Tensor& t) { return t.defined() ? Value(t) : Value(); }
+
+std::string py_bool(bool b) { return b ? "True" : "False"; }
+std::string py_float(double d) { return detail::repr_float(d); }
+std::string py_tuple(const std::vector<int64_t>& v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() == 1 ? ",)" : ")");
+}
 }  // namespace
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias)
@@ -38,6 +48,22 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
 
 Value Linear::forward(const std::vector<Value>& args) {
   return fx::call("torch.nn.functional.linear", args[0], Value(weight), optional_tensor(bias));
+}
+
+std::string Linear::extra_repr() const {
+  return "in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features) +
+         ", bias=" + py_bool(bias.defined());
+}
+
+// torch.nn.modules.conv._ConvNd.extra_repr
+std::string Conv2d::extra_repr() const {
+  std::string s = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                  ", kernel_size=" + py_tuple(kernel_size) + ", stride=" + py_tuple(stride);
+  if (padding != std::vector<int64_t>{0, 0}) s += ", padding=" + py_tuple(padding);
+  if (dilation != std::vector<int64_t>{1, 1}) s += ", dilation=" + py_tuple(dilation);
+  if (groups != 1) s += ", groups=" + std::to_string(groups);
+  if (!bias.defined()) s += ", bias=False";
+  return s;
 }
 
 Conv2d::Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, std::vector<int64_t> stride_,
@@ -64,6 +90,11 @@ Value Conv2d::forward(const std::vector<Value>& args) {
                   tuple_of(padding), tuple_of(dilation), groups);
 }
 
+std::string BatchNorm2d::extra_repr() const {
+  return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + py_float(momentum) +
+         ", affine=True, track_running_stats=True";
+}
+
 BatchNorm2d::BatchNorm2d(int64_t n, double eps_, double momentum_)
     : StandardModule("torch.nn.BatchNorm2d", {"input"}), num_features(n), eps(eps_), momentum(momentum_) {
   weight = register_parameter("weight", torch::ones({n}));
@@ -80,6 +111,12 @@ Value BatchNorm2d::forward(const std::vector<Value>& args) {
   }
   return fx::call("torch.nn.functional.batch_norm", args[0], Value(running_mean), Value(running_var),
                   Value(weight), Value(bias), is_training(), momentum, eps);
+}
+
+std::string ReLU::extra_repr() const { return inplace ? "inplace=True" : ""; }
+std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=" + py_bool(inplace); }
+std::string Flatten::extra_repr() const {
+  return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
 }
 
 ReLU::ReLU(bool inplace_) : StandardModule("torch.nn.ReLU", {"input"}), inplace(inplace_) {}

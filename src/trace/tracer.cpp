@@ -32,7 +32,6 @@ std::unique_ptr<Graph> Tracer::trace(Module& root) {
   buffer_names_.clear();
   param_proxies_.clear();
   constant_names_.clear();
-  constants_.clear();
   module_paths_.clear();
   for (const auto& p : root.named_parameters()) param_names_.emplace(identity(p.value()), p.key());
   for (const auto& b : root.named_buffers()) buffer_names_.emplace(identity(b.value()), b.key());
@@ -131,10 +130,10 @@ Argument Tracer::create_arg(const Value& v) {
             root_ && (root_->named_parameters(false).contains(name) ||
                       root_->named_buffers(false).contains(name) || root_->named_children().contains(name));
         for (const auto& a : root_->attributes()) taken = taken || a.first == name;
-        for (const auto& k : constants_) taken = taken || k.first == name;
         if (!taken) break;
       }
-      constants_.emplace_back(name, t);
+      // Stored on the root, as torch.fx does, so a GraphModule finds it there.
+      root_->register_attribute(name, t);
       c = constant_names_.emplace(identity(t), name).first;
     }
     return create_node(Op::get_attr, Target(c->second), {}, {});

@@ -37,10 +37,11 @@ def main():
         model = cls()
         tracer = (tracer_cls or torch.fx.Tracer)()
         graph = tracer.trace(model)
-        gm = torch.fx.GraphModule(tracer.root, graph)
+        gm = torch.fx.GraphModule(tracer.root, graph, cls.__name__)  # as symbolic_trace names it
         out[name] = {
             'graph': normalizations.apply(str(gm.graph), pairs),
             'code': normalizations.apply(gm.code, pairs),
+            'str': normalizations.apply(str(gm), pairs),
         }
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1, sort_keys=True)

@@ -301,3 +301,143 @@ TEST(Eager, ConcreteControlFlowWorks) {
 }
 
 }  // namespace
+
+namespace {
+
+template <class M>
+void expect_same_module_text(const std::string& name) {
+  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run";
+  M model;
+  auto gm = fx::symbolic_trace(model);
+  EXPECT_EQ(gm->code(), expected()[name]["code"].get<std::string>());
+  EXPECT_EQ(gm->to_string(), expected()[name]["str"].get<std::string>());
+}
+
+TEST(GraphModule, PrintsLikeTorchFx) {
+  expect_same_module_text<MyModel>("my_model");
+  expect_same_module_text<BasicBlock>("basic_block");
+  expect_same_module_text<Sequence>("sequence");
+  expect_same_module_text<Attributes>("attributes");
+}
+
+TEST(GraphModule, CopiesExactlyWhatTheGraphUses) {
+  Sequence model;
+  LinearNotLeaf tracer;
+  fx::GraphModule gm(model, tracer.trace(model), "Sequence");
+  std::vector<std::string> params;
+  for (const auto& p : gm.named_parameters()) params.push_back(p.key());
+  EXPECT_EQ(params, (std::vector<std::string>{"features.0.weight", "features.0.bias"}));
+  // The parameters are shared with the root, not copied.
+  auto& lin = dynamic_cast<Linear&>((*model.features)[0]);
+  EXPECT_TRUE(gm.get_tensor("features.0.weight").is_same(lin.weight));
+  EXPECT_TRUE(gm.has_submodule("features.2.1"));
+  EXPECT_FALSE(gm.has_submodule("features.9"));
+  EXPECT_TRUE(gm.has_attribute("features.0.bias"));
+}
+
+TEST(GraphModule, RunsLikeTheEagerModel) {
+  torch::manual_seed(0);
+  MyModel m;
+  auto gm = fx::symbolic_trace(m);
+  at::Tensor x = torch::randn({2, 3, 4});
+  EXPECT_TRUE(torch::allclose((*gm)(x).tensor(), m(x).tensor()));
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), m(x).tensor()));
+
+  BasicBlock block;
+  block.eval();
+  auto gb = fx::symbolic_trace(block);
+  at::Tensor img = torch::randn({2, 4, 8, 8});
+  EXPECT_TRUE(torch::allclose((*gb)(img).tensor(), block(img).tensor()));
+
+  Operations ops;
+  auto go = fx::symbolic_trace(ops);
+  at::Tensor a = torch::rand({4, 6}), b = torch::rand({3, 3});
+  auto want = ops(a, b, 3.0).items();
+  auto got = (*go)(a, b, kw("scale", 3.0)).items();
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(got[2].ivalue().toInt(), 6);
+  for (size_t i : {0u, 1u, 3u, 4u}) EXPECT_TRUE(torch::allclose(got[i].tensor(), want[i].tensor())) << i;
+}
+
+// The tutorial's transformation: relu -> gelu, recompile, run.
+TEST(GraphModule, EditRecompileRun) {
+  torch::manual_seed(0);
+  SimpleNet net;
+  auto gm = fx::symbolic_trace(net);
+  for (fx::Node* n : gm->graph().nodes())
+    if (n->op() == fx::Op::call_function && n->target() == "torch.relu")
+      n->set_target("torch.nn.functional.gelu");
+  gm->recompile();
+  EXPECT_EQ(gm->code(),
+            "\n\n\ndef forward(self, x):\n    linear1 = self.linear1(x);  x = None\n"
+            "    relu = torch.nn.functional.gelu(linear1);  linear1 = None\n"
+            "    linear2 = self.linear2(relu);  relu = None\n"
+            "    relu_1 = torch.nn.functional.gelu(linear2);  linear2 = None\n    return relu_1\n    ");
+  at::Tensor x = torch::randn({5, 10});
+  at::Tensor y = (*gm)(x).tensor();
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{5, 10}));
+  at::Tensor h = torch::gelu(torch::nn::functional::linear(x, net.linear1->weight, net.linear1->bias));
+  EXPECT_TRUE(torch::allclose(
+      y, torch::gelu(torch::nn::functional::linear(h, net.linear2->weight, net.linear2->bias))));
+}
+
+TEST(GraphModule, RetracingGivesTheSameGraph) {
+  for (int which = 0; which < 3; ++which) {
+    std::unique_ptr<fx::Module> m;
+    if (which == 0) m = std::make_unique<MyModel>();
+    if (which == 1) m = std::make_unique<Attributes>();
+    if (which == 2) m = std::make_unique<Operations>();
+    auto gm = fx::symbolic_trace(*m);
+    auto again = fx::symbolic_trace(*gm);
+    EXPECT_EQ(again->graph().to_string(), gm->graph().to_string()) << which;
+  }
+}
+
+struct CountingInterpreter : fx::Interpreter {
+  using fx::Interpreter::Interpreter;
+  std::vector<std::string> seen;
+  Value call_function(fx::Target t, const std::vector<Value>& a, const fx::ValueKwargs& k) override {
+    seen.push_back(t.str());
+    return fx::Interpreter::call_function(t, a, k);
+  }
+};
+
+TEST(Interpreter, OverridesSeeEveryCall) {
+  SimpleNet net;
+  auto gm = fx::symbolic_trace(net);
+  CountingInterpreter interp(*gm);
+  at::Tensor x = torch::randn({2, 10});
+  Value y = interp.run({x});
+  EXPECT_EQ(interp.seen, (std::vector<std::string>{"torch.relu", "torch.relu"}));
+  EXPECT_TRUE(torch::allclose(y.tensor(), (*gm)(x).tensor()));
+  EXPECT_TRUE(interp.env.empty() || interp.env.size() <= 2);  // dead values were dropped
+}
+
+TEST(GraphModule, UnknownTargetsFailAtRecompileNamingTheNode) {
+  SimpleNet net;
+  auto gm = fx::symbolic_trace(net);
+  gm->graph().find_nodes(fx::Op::call_function, "torch.relu")[0]->set_target("torch.frobnicate");
+  try {
+    gm->recompile();
+    FAIL();
+  } catch (const fx::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'relu'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("torch.frobnicate"), std::string::npos) << msg;
+  }
+}
+
+TEST(GraphModule, RuntimeErrorsNameTheNode) {
+  SimpleNet net;
+  auto gm = fx::symbolic_trace(net);
+  try {
+    (*gm)(torch::randn({2, 7}));  // wrong feature size
+    FAIL();
+  } catch (const fx::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'linear1'"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(gm->run({}), fx::Error);  // missing input
+}
+
+}  // namespace

@@ -1,0 +1,342 @@
+// GraphModule: attributes copied from the root, code, and the compiled plan.
+#include <fx/graph_module.h>
+#include <fx/interpreter.h>
+#include <fx/tracer.h>
+
+#include <sstream>
+
+namespace fx {
+
+namespace {
+
+std::vector<Module::Param> placeholder_params(const Graph& g) {
+  std::vector<Module::Param> params;
+  for (Node* n : g.nodes()) {
+    if (n->op() != Op::placeholder) continue;
+    if (n->args().empty())
+      params.emplace_back(n->target().str());
+    else
+      params.emplace_back(n->target().str(), Value(to_ivalue(n->args()[0])));
+  }
+  return params;
+}
+
+// The parent path and last atom of a dotted path.
+std::pair<std::string, std::string> split_path(std::string_view path) {
+  size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos) return {"", std::string(path)};
+  return {std::string(path.substr(0, dot)), std::string(path.substr(dot + 1))};
+}
+
+// An empty module standing for an intermediate level of a dotted path.
+class Container final : public Module {
+ public:
+  Container() : Module("torch.nn.Module", {}) {}
+  Value forward(const std::vector<Value>&) override {
+    throw Error("a container module made for a dotted path has no forward");
+  }
+};
+
+torch::nn::Module* child_of(torch::nn::Module* m, const std::string& name) {
+  auto children = m->named_children();
+  auto* found = children.find(name);
+  return found ? found->get() : nullptr;
+}
+
+std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
+  if (const auto* p = m.named_parameters(false).find(name)) return *p;
+  if (const auto* b = m.named_buffers(false).find(name)) return *b;
+  if (const auto* fm = dynamic_cast<const Module*>(&m))
+    for (const auto& [k, v] : fm->attributes())
+      if (k == name) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ---- the compiled plan -------------------------------------------------------
+
+// An argument of a step: a slot, a precomputed constant, or a container
+// holding slots (built at run time).
+struct ArgSource {
+  int slot = -1;
+  c10::IValue constant;
+  std::optional<Argument> nested;  // a copy: the plan must not depend on later graph edits
+};
+
+struct GraphModule::Plan {
+  struct Step {
+    const Node* node = nullptr;
+    std::shared_ptr<const Callable> fn;  // call_function / call_method
+    Module* module = nullptr;            // call_module
+    std::vector<ArgSource> args;
+    std::vector<std::pair<std::string, ArgSource>> kwargs;
+    int out = -1;
+    std::vector<int> dead;  // slots to free after this step
+  };
+  std::vector<int> inputs;  // slots of the placeholders
+  std::vector<std::optional<c10::IValue>> defaults;
+  std::vector<std::string> input_names;
+  std::vector<Step> steps;
+  ArgSource output;
+  size_t num_slots = 0;
+  std::unordered_map<const Node*, int> slot_of;
+};
+
+GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string class_name)
+    : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
+      graph_(std::move(graph)) {
+  if (!graph_) throw Error("GraphModule: the graph is null");
+  for (Node* n : graph_->nodes())
+    if (n->op() == Op::get_attr || n->op() == Op::call_module)
+      copy_attr(root, n->target().str(), n->op() == Op::call_module);
+  graph_->set_owning_module(this);
+  recompile();
+}
+
+GraphModule::~GraphModule() {
+  if (graph_) graph_->set_owning_module(nullptr);
+}
+
+torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
+  torch::nn::Module* cur = const_cast<GraphModule*>(this);
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t dot = path.find('.', start);
+    std::string atom(
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    cur = child_of(cur, atom);
+    if (!cur) return nullptr;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+at::Tensor GraphModule::get_tensor(std::string_view path) const {
+  auto [parent, name] = split_path(path);
+  torch::nn::Module* owner = get_submodule(parent);
+  if (owner)
+    if (auto t = tensor_of(*owner, name)) return *t;
+  throw Error("GraphModule: no parameter, buffer or tensor attribute at '" + std::string(path) + "'");
+}
+
+bool GraphModule::has_submodule(std::string_view path) const { return get_submodule(path) != nullptr; }
+
+bool GraphModule::has_attribute(std::string_view path) const {
+  if (get_submodule(path)) return true;
+  auto [parent, name] = split_path(path);
+  torch::nn::Module* owner = get_submodule(parent);
+  return owner && tensor_of(*owner, name).has_value();
+}
+
+void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> m) {
+  if (!m) throw Error("GraphModule::add_submodule: the module for '" + path + "' is null");
+  auto [parent_path, name] = split_path(path);
+  torch::nn::Module* parent = this;
+  size_t start = 0;
+  while (start < parent_path.size()) {  // create containers on the way
+    size_t dot = parent_path.find('.', start);
+    std::string atom = parent_path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    torch::nn::Module* next = child_of(parent, atom);
+    if (!next) next = parent->register_module(atom, std::make_shared<Container>()).get();
+    parent = next;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (child_of(parent, name))
+    parent->replace_module(name, m);
+  else
+    parent->register_module(name, m);
+}
+
+// FX's _copy_attr: share the root's object at `path`, creating containers.
+void GraphModule::copy_attr(Module& root, const std::string& path, bool is_module) {
+  auto [parent_path, name] = split_path(path);
+  // include_self=false: the root need not be owned by a shared_ptr.
+  auto root_children = root.named_modules("", /*include_self=*/false);
+  auto find_module = [&](const std::string& p) -> std::shared_ptr<torch::nn::Module> {
+    const auto* found = root_children.find(p);
+    return found ? *found : nullptr;
+  };
+  if (is_module) {
+    auto m = find_module(path);
+    if (!m || path.empty())
+      throw Error("GraphModule: call_module target '" + path + "' is not a submodule of the root " +
+                  root.type_name());
+    add_submodule(path, m);
+    return;
+  }
+  torch::nn::Module* owner = parent_path.empty() ? &root : find_module(parent_path).get();
+  std::optional<at::Tensor> t = owner ? tensor_of(*owner, name) : std::nullopt;
+  if (!t) {
+    if (auto m = find_module(path); m && !path.empty()) {  // get_attr of a whole module
+      add_submodule(path, m);
+      return;
+    }
+    throw Error("GraphModule: get_attr target '" + path +
+                "' is not a parameter, buffer, tensor attribute or "
+                "submodule of the root " +
+                root.type_name());
+  }
+  // Make the parent level here (a container unless the root's module is copied).
+  torch::nn::Module* parent = this;
+  if (!parent_path.empty()) {
+    parent = get_submodule(parent_path);
+    if (!parent) {
+      add_submodule(parent_path, std::make_shared<Container>());
+      parent = get_submodule(parent_path);
+    }
+  }
+  if (tensor_of(*parent, name)) return;  // already there (shared with a copied module)
+  if (owner->named_parameters(false).contains(name))
+    parent->register_parameter(name, *t, t->requires_grad());
+  else if (owner->named_buffers(false).contains(name))
+    parent->register_buffer(name, *t);
+  else if (auto* fm = dynamic_cast<Module*>(parent))
+    fm->register_attribute(name, *t);
+  else
+    throw Error("GraphModule: cannot store tensor attribute '" + path + "' on a non-fx module");
+}
+
+void GraphModule::recompile() {
+  graph_->lint();
+  code_ = graph_->python_code("self").src;
+  set_forward_params(placeholder_params(*graph_));
+
+  auto plan = std::make_unique<Plan>();
+  std::vector<Node*> order = graph_->nodes().to_vector();
+  for (Node* n : order) plan->slot_of[n] = static_cast<int>(plan->num_slots++);
+  auto source = [&](const Argument& a) {
+    ArgSource s;
+    if (Node* n = a.node()) {
+      s.slot = plan->slot_of.at(n);
+    } else {
+      bool has_node = false;
+      for_each_node(a, [&](Node*) { has_node = true; });
+      if (has_node)
+        s.nested = a;
+      else
+        s.constant = to_ivalue(a);
+    }
+    return s;
+  };
+  // Last uses, to free values early.
+  std::unordered_map<const Node*, std::vector<int>> dead_after;
+  {
+    std::unordered_map<const Node*, bool> seen;
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      for (Node* in : (*it)->all_input_nodes())
+        if (seen.emplace(in, true).second) dead_after[*it].push_back(plan->slot_of.at(in));
+  }
+  for (Node* n : order) {
+    try {
+      switch (n->op()) {
+        case Op::placeholder:
+          plan->inputs.push_back(plan->slot_of.at(n));
+          plan->input_names.push_back(n->target().str());
+          plan->defaults.push_back(n->args().empty() ? std::nullopt : std::optional(to_ivalue(n->args()[0])));
+          continue;
+        case Op::output:
+          plan->output = source(n->args().at(0));
+          continue;
+        default:
+          break;
+      }
+      Plan::Step step;
+      step.node = n;
+      step.out = plan->slot_of.at(n);
+      if (n->op() == Op::get_attr) {
+        step.args.push_back(ArgSource{-1, get_tensor(n->target().str()), std::nullopt});
+      } else {
+        for (const auto& a : n->args()) step.args.push_back(source(a));
+        for (const auto& [k, v] : n->kwargs()) step.kwargs.emplace_back(k, source(v));
+        if (n->op() == Op::call_function) step.fn = resolve_function(n->target());
+        if (n->op() == Op::call_method) step.fn = resolve_method(n->target().str());
+        if (n->op() == Op::call_module) {
+          step.module = dynamic_cast<Module*>(get_submodule(n->target().str()));
+          if (!step.module)
+            throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
+        }
+      }
+      if (auto it = dead_after.find(n); it != dead_after.end()) step.dead = it->second;
+      plan->steps.push_back(std::move(step));
+    } catch (const Error& e) {
+      throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +
+                  n->target().str() + ") cannot run: " + e.what());
+    }
+  }
+  plan_ = std::move(plan);
+}
+
+c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
+  const Plan& plan = *plan_;
+  if (inputs.size() > plan.inputs.size())
+    throw Error(type_name() + ".forward takes " + std::to_string(plan.inputs.size()) + " input(s) but " +
+                std::to_string(inputs.size()) + " were given");
+  std::vector<c10::IValue> slots(plan.num_slots);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (i < inputs.size())
+      slots[plan.inputs[i]] = std::move(inputs[i]);
+    else if (plan.defaults[i])
+      slots[plan.inputs[i]] = *plan.defaults[i];
+    else
+      throw Error(type_name() + ".forward: missing input '" + plan.input_names[i] + "'");
+  }
+  auto value_of = [&](const ArgSource& s) -> c10::IValue {
+    if (s.slot >= 0) return slots[s.slot];
+    if (s.nested) return to_ivalue(*s.nested, [&](const Node* n) { return slots[plan.slot_of.at(n)]; });
+    return s.constant;
+  };
+  for (const auto& step : plan.steps) {
+    if (!step.fn && !step.module) {  // get_attr
+      slots[step.out] = step.args[0].constant;
+      continue;
+    }
+    std::vector<c10::IValue> args;
+    args.reserve(step.args.size());
+    for (const auto& a : step.args) args.push_back(value_of(a));
+    IValueKwargs kwargs;
+    kwargs.reserve(step.kwargs.size());
+    for (const auto& [k, v] : step.kwargs) kwargs.emplace_back(k, value_of(v));
+    try {
+      if (step.fn) {
+        slots[step.out] = step.fn->call(std::move(args), std::move(kwargs));
+      } else {
+        std::vector<Value> vargs(args.begin(), args.end());
+        ValueKwargs vkwargs;
+        for (auto& [k, v] : kwargs) vkwargs.emplace_back(k, Value(std::move(v)));
+        slots[step.out] = step.module->call(std::move(vargs), std::move(vkwargs)).ivalue();
+      }
+    } catch (const std::exception& e) {
+      throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
+                  "): " + e.what());
+    }
+    for (int d : step.dead) slots[d] = c10::IValue();
+  }
+  return value_of(plan.output);
+}
+
+Value GraphModule::forward(const std::vector<Value>& args) {
+  bool symbolic = false;
+  for (const auto& a : args) symbolic = symbolic || a.has_proxy();
+  if (symbolic || Tracer::current()) return Interpreter(*this).run(args);
+  std::vector<c10::IValue> inputs;
+  inputs.reserve(args.size());
+  for (const auto& a : args) inputs.push_back(a.ivalue());
+  return Value(run(std::move(inputs)));
+}
+
+std::string GraphModule::to_string() const {
+  return repr() + "\n" + code_ + "\n# To see more debug info, please use `graph_module.print_readable()`";
+}
+
+std::unique_ptr<GraphModule> symbolic_trace(Module& root) {
+  Tracer tracer;
+  std::unique_ptr<Graph> graph = tracer.trace(root);
+  size_t dot = root.type_name().rfind('.');
+  std::string name = dot == std::string::npos ? root.type_name() : root.type_name().substr(dot + 1);
+  return std::make_unique<GraphModule>(root, std::move(graph), name);
+}
+
+}  // namespace fx
