@@ -15,12 +15,12 @@ check() {
 # 1. find_package after cmake --install
 quiet cmake --install "$build" --prefix "$work/prefix"
 quiet cmake -S "$src/tests/packaging/consumer" -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix"
-quiet cmake --build "$work/installed"
+quiet cmake --build "$work/installed" --parallel 2
 check "$work/installed/consumer"
 echo "find_package(fxcpp): ok"
 
 # 2. add_subdirectory
 quiet cmake -S "$src/tests/packaging/consumer" -B "$work/subdir" -DFXCPP_SOURCE_DIR="$src"
-quiet cmake --build "$work/subdir" --target consumer
+quiet cmake --build "$work/subdir" --target consumer --parallel 2
 check "$work/subdir/consumer"
 echo "add_subdirectory(fxcpp): ok"
