@@ -115,8 +115,10 @@ def main():
     print()
     print(f"fxcpp: {ctx.get('executable', 'graph_bench')} on {ctx.get('num_cpus', '?')} CPUs "
           f"(mean over iterations); torch.fx {fxinfo.get('torch_version', '?')} on Python "
-          f"{fxinfo.get('python', '?')} ({fxinfo.get('timing', '')}). \"not run\": the workload "
-          f"stopped growing N at a size estimated over {fxinfo.get('limit_seconds', '?')} s.")
+          f"{fxinfo.get('python', '?')} ({fxinfo.get('timing', '')}). \"not run\": torch.fx was "
+          f"estimated to take over {fxinfo.get('skip_estimate_seconds', '?')} s there, or took over "
+          f"{fxinfo.get('limit_seconds', '?')} s at a smaller N; the estimate extrapolates the growth "
+          f"of the last two sizes run.")
     if headline is not None:
         ok = "met" if headline >= HEADLINE_RATIO else "NOT met"
         print(f"Target build + python_code at N={HEADLINE_N:,}: {headline:,.0f}× faster than torch.fx "
