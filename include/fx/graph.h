@@ -21,7 +21,6 @@
 #include <fx/target.h>
 
 #include <cstddef>
-#include <deque>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -167,7 +166,11 @@ class Graph {
   uint64_t next_mark() const { return ++mark_epoch_; }
 
   Node* root_;  // sentinel: root_->next_ is the first node, root_->prev_ the last
-  std::deque<Node> storage_;
+  // Nodes live in fixed blocks: created without a heap allocation each,
+  // contiguous for iteration, never moved, freed with the graph.
+  static constexpr size_t kNodesPerBlock = 128;
+  std::vector<std::unique_ptr<Node[]>> blocks_;
+  size_t used_in_last_block_ = kNodesPerBlock;
   size_t size_ = 0;
   Node* insert_anchor_;  // new nodes go before (or after) this node
   bool insert_after_ = false;

@@ -46,12 +46,6 @@ Op op_from_name(std::string_view name);
 
 class Node {
  public:
-  // Only a Graph can make nodes (Graph::create_node and friends).
-  class PassKey {
-    friend class Graph;
-    PassKey() = default;
-  };
-  explicit Node(PassKey) {}
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -131,6 +125,8 @@ class Node {
 
  private:
   friend class Graph;
+  // Only a Graph makes nodes (Graph::create_node and friends).
+  Node() = default;
   struct Use {
     Node* def;   // the input node
     Node* user;  // the node that reads it (this)

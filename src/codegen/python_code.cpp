@@ -10,6 +10,7 @@
 #include "../ir/python_names.h"
 #include "../ir/repr.h"
 #include "../ir/target_entry.h"
+#include "../ir/visit.h"
 
 namespace fx {
 
@@ -163,8 +164,7 @@ PythonCode Graph::python_code(std::string_view root_module) const {
         last_uses[i].push_back(in);
       }
     };
-    for (const auto& a : order[i]->args_) for_each_node(a, note);
-    for (const auto& kv : order[i]->kwargs_) for_each_node(kv.second, note);
+    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, note);
   }
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "namespace.h"
+#include "visit.h"
 #include "target_entry.h"
 
 namespace fx {
@@ -55,8 +56,7 @@ InsertPoint Graph::inserting_after(Node* n) {
 // ---- construction ----------------------------------------------------------
 
 Graph::Graph() : names_(std::make_unique<detail::Namespace>()) {
-  root_ = &storage_.emplace_back(Node::PassKey());
-  root_->graph_ = this;
+  root_ = allocate_node();
   root_->is_root_ = true;
   root_->prev_ = root_->next_ = root_;
   insert_anchor_ = root_;
@@ -70,7 +70,11 @@ Graph::NodeList::iterator Graph::NodeList::begin() const {
 Graph::NodeList::iterator Graph::NodeList::end() const { return iterator(g_->root_, g_->root_, reverse_); }
 
 Node* Graph::allocate_node() {
-  Node* n = &storage_.emplace_back(Node::PassKey());
+  if (used_in_last_block_ == kNodesPerBlock) {
+    blocks_.emplace_back(new Node[kNodesPerBlock]);
+    used_in_last_block_ = 0;
+  }
+  Node* n = &blocks_.back()[used_in_last_block_++];
   n->graph_ = this;
   return n;
 }
@@ -167,10 +171,9 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
   n->op_ = op;
   n->target_ = target;
   link_between(n, prev, next);
-  n->name_ = "<new " + std::string(op_name(op)) + " node>";  // named in errors until it has a name
+  n->name_ = "<new node>";  // how errors name it until it has a name (short: no allocation)
   try {
-    for (const auto& a : args) for_each_node(a, [&](Node* in) { n->check_input(in); });
-    for (const auto& kv : kwargs) for_each_node(kv.second, [&](Node* in) { n->check_input(in); });
+    detail::visit_nodes(args, kwargs, [&](Node* in) { n->check_input(in); });
     n->name_ =
         names_->create_name(name ? std::string_view(*name)
                                  : std::string_view(op == Op::call_function ? target.entry()->name_hint

@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "visit.h"
+
 namespace fx {
 
 namespace {
@@ -57,8 +59,7 @@ void Graph::lint() const {
         ++distinct;
       }
     };
-    for (const auto& a : n->args_) for_each_node(a, check_arg);
-    for (const auto& kv : n->kwargs_) for_each_node(kv.second, check_arg);
+    detail::visit_nodes(n->args_, n->kwargs_, check_arg);
     if (distinct != n->inputs_.size()) fail(n, "its input list disagrees with its args/kwargs");
     for (const auto& u : n->inputs_) {
       if (u.user != n || u.def->mark_ != mine) fail(n, "its input list disagrees with its args/kwargs");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "repr.h"
+#include "visit.h"
 #include "target_entry.h"
 
 namespace fx {
@@ -15,29 +16,6 @@ namespace {
 
 constexpr std::array<std::string_view, 6> kOpNames = {"placeholder", "get_attr",    "call_function",
                                                       "call_method", "call_module", "output"};
-
-// Visits the nodes of an argument without std::function overhead (hot path).
-template <class F>
-void visit_nodes(const Argument& a, F&& fn) {
-  const auto& s = a.storage();
-  if (const auto* n = std::get_if<Node*>(&s)) {
-    fn(*n);
-  } else if (const auto* t = std::get_if<Tuple>(&s)) {
-    for (const auto& x : t->items) visit_nodes(x, fn);
-  } else if (const auto* l = std::get_if<List>(&s)) {
-    for (const auto& x : l->items) visit_nodes(x, fn);
-  } else if (const auto* d = std::get_if<Dict>(&s)) {
-    for (const auto& kv : d->items) visit_nodes(kv.second, fn);
-  } else if (const auto* sl = std::get_if<Slice>(&s)) {
-    for (const auto& x : sl->parts) visit_nodes(x, fn);
-  }
-}
-
-template <class F>
-void visit_nodes(const Args& args, const Kwargs& kwargs, F&& fn) {
-  for (const auto& a : args) visit_nodes(a, fn);
-  for (const auto& kv : kwargs) visit_nodes(kv.second, fn);
-}
 
 std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
 
@@ -106,7 +84,7 @@ void Node::unlink_uses() {
 
 void Node::link_uses() {
   uint64_t epoch = graph_->next_mark();
-  visit_nodes(args_, kwargs_, [&](Node* n) {
+  detail::visit_nodes(args_, kwargs_, [&](Node* n) {
     if (n->mark_ != epoch) {
       n->mark_ = epoch;
       inputs_.push_back(Use{n, this, nullptr, nullptr});
@@ -124,7 +102,7 @@ void Node::link_uses() {
 
 void Node::set_inputs(Args args, Kwargs kwargs) {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; its arguments cannot be set");
-  visit_nodes(args, kwargs, [&](Node* n) { check_input(n); });
+  detail::visit_nodes(args, kwargs, [&](Node* n) { check_input(n); });
   unlink_uses();
   args_ = std::move(args);
   kwargs_ = std::move(kwargs);
