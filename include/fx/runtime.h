@@ -47,6 +47,11 @@ c10::IValue to_ivalue(const Argument& a);
 // The same, with every node n inside `a` replaced by node_value(n).
 c10::IValue to_ivalue(const Argument& a, const std::function<c10::IValue(const Node*)>& node_value);
 
+// A Python list as LibTorch expects it: int[], float[], bool[] or Tensor[]
+// when every item is one (the empty list is an int list, as TorchScript's
+// default), a generic list otherwise.
+c10::IValue list_ivalue(std::vector<c10::IValue> items);
+
 // Python's slice(start, stop, step) and Ellipsis as IValues. They are
 // capsules only operator.getitem (and the helpers below) understand; each part
 // of a slice is None or an int (or a 0-dim integer tensor).

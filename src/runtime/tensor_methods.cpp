@@ -27,30 +27,7 @@ c10::IValue tolist(const at::Tensor& t) {
   }
   std::vector<c10::IValue> items;
   for (int64_t i = 0; i < t.size(0); ++i) items.push_back(tolist(t.select(0, i)));
-  bool all_int = !items.empty(), all_double = !items.empty(), all_bool = !items.empty();
-  for (const auto& v : items) {
-    all_int = all_int && v.isInt();
-    all_double = all_double && v.isDouble();
-    all_bool = all_bool && v.isBool();
-  }
-  if (all_int) {
-    c10::List<int64_t> l;
-    for (const auto& v : items) l.push_back(v.toInt());
-    return l;
-  }
-  if (all_double) {
-    c10::List<double> l;
-    for (const auto& v : items) l.push_back(v.toDouble());
-    return l;
-  }
-  if (all_bool) {
-    c10::List<bool> l;
-    for (const auto& v : items) l.push_back(v.toBool());
-    return l;
-  }
-  c10::impl::GenericList l(c10::AnyType::get());
-  for (auto& v : items) l.push_back(std::move(v));
-  return l;
+  return list_ivalue(std::move(items));
 }
 
 }  // namespace

@@ -30,7 +30,58 @@ const Holder* holder(const c10::IValue& v) {
   return dynamic_cast<const Holder*>(v.toCapsule().get());
 }
 
-c10::IValue make_list(std::vector<c10::IValue> items) {
+c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Node*)>* node_value) {
+  auto rec = [&](const Argument& x) { return convert(x, node_value); };
+  return std::visit(
+      [&](const auto& v) -> c10::IValue {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, NoneType>) {
+          return c10::IValue();
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                             std::is_same_v<T, std::string>) {
+          return c10::IValue(v);
+        } else if constexpr (std::is_same_v<T, Node*>) {
+          if (!node_value)
+            throw Error("to_ivalue: argument %" + v->name() +
+                        " is a node; its value must be substituted (use to_ivalue(arg, node_value))");
+          return (*node_value)(v);
+        } else if constexpr (std::is_same_v<T, Tuple>) {
+          std::vector<c10::IValue> items;
+          items.reserve(v.items.size());
+          for (const auto& x : v.items) items.push_back(rec(x));
+          return c10::ivalue::Tuple::create(std::move(items));
+        } else if constexpr (std::is_same_v<T, List>) {
+          std::vector<c10::IValue> items;
+          items.reserve(v.items.size());
+          for (const auto& x : v.items) items.push_back(rec(x));
+          return list_ivalue(std::move(items));
+        } else if constexpr (std::is_same_v<T, Dict>) {
+          c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+          for (const auto& [k, x] : v.items) d.insert_or_assign(k, rec(x));
+          return d;
+        } else if constexpr (std::is_same_v<T, Slice>) {
+          return slice_ivalue(rec(v.parts[0]), rec(v.parts[1]), rec(v.parts[2]));
+        } else if constexpr (std::is_same_v<T, EllipsisType>) {
+          return ellipsis_ivalue();
+        } else if constexpr (std::is_same_v<T, c10::ScalarType> || std::is_same_v<T, c10::Layout> ||
+                             std::is_same_v<T, c10::MemoryFormat>) {
+          return c10::IValue(static_cast<int64_t>(v));
+        } else if constexpr (std::is_same_v<T, c10::Device>) {
+          return c10::IValue(v);
+        } else {
+          static_assert(std::is_same_v<T, Opaque>);
+          if (v.value && std::get_deleter<OpaqueIValueDeleter>(v.value))
+            return *static_cast<const c10::IValue*>(v.value.get());
+          throw Error("to_ivalue: the constant " + v.repr +
+                      " has no runtime value (only Opaque values made by fx::make_opaque do)");
+        }
+      },
+      a.storage());
+}
+
+}  // namespace
+
+c10::IValue list_ivalue(std::vector<c10::IValue> items) {
   bool all_int = true, all_double = true, all_bool = true, all_tensor = true;
   for (const auto& v : items) {
     all_int = all_int && v.isInt();
@@ -63,57 +114,6 @@ c10::IValue make_list(std::vector<c10::IValue> items) {
   for (auto& v : items) l.push_back(std::move(v));
   return l;
 }
-
-c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Node*)>* node_value) {
-  auto rec = [&](const Argument& x) { return convert(x, node_value); };
-  return std::visit(
-      [&](const auto& v) -> c10::IValue {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, NoneType>) {
-          return c10::IValue();
-        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                             std::is_same_v<T, std::string>) {
-          return c10::IValue(v);
-        } else if constexpr (std::is_same_v<T, Node*>) {
-          if (!node_value)
-            throw Error("to_ivalue: argument %" + v->name() +
-                        " is a node; its value must be substituted (use to_ivalue(arg, node_value))");
-          return (*node_value)(v);
-        } else if constexpr (std::is_same_v<T, Tuple>) {
-          std::vector<c10::IValue> items;
-          items.reserve(v.items.size());
-          for (const auto& x : v.items) items.push_back(rec(x));
-          return c10::ivalue::Tuple::create(std::move(items));
-        } else if constexpr (std::is_same_v<T, List>) {
-          std::vector<c10::IValue> items;
-          items.reserve(v.items.size());
-          for (const auto& x : v.items) items.push_back(rec(x));
-          return make_list(std::move(items));
-        } else if constexpr (std::is_same_v<T, Dict>) {
-          c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-          for (const auto& [k, x] : v.items) d.insert_or_assign(k, rec(x));
-          return d;
-        } else if constexpr (std::is_same_v<T, Slice>) {
-          return slice_ivalue(rec(v.parts[0]), rec(v.parts[1]), rec(v.parts[2]));
-        } else if constexpr (std::is_same_v<T, EllipsisType>) {
-          return ellipsis_ivalue();
-        } else if constexpr (std::is_same_v<T, c10::ScalarType> || std::is_same_v<T, c10::Layout> ||
-                             std::is_same_v<T, c10::MemoryFormat>) {
-          return c10::IValue(static_cast<int64_t>(v));
-        } else if constexpr (std::is_same_v<T, c10::Device>) {
-          return c10::IValue(v);
-        } else {
-          static_assert(std::is_same_v<T, Opaque>);
-          if (v.value && std::get_deleter<OpaqueIValueDeleter>(v.value))
-            return *static_cast<const c10::IValue*>(v.value.get());
-          throw Error("to_ivalue: the constant " + v.repr +
-                      " has no runtime value (only Opaque values made by fx::make_opaque do)");
-        }
-      },
-      a.storage());
-}
-
-}  // namespace
 
 c10::IValue to_ivalue(const Argument& a) { return convert(a, nullptr); }
 

@@ -37,35 +37,6 @@ Tracer* find_tracer(const Value& v) {
       "the code into a function recorded as one node (fx::wrap) or into a leaf module");
 }
 
-// A list with the element type LibTorch expects: int[], float[], bool[],
-// Tensor[] when every item is one, a generic list otherwise.
-c10::IValue list_ivalue(std::vector<c10::IValue> items) {
-  auto all = [&](auto pred) { return std::all_of(items.begin(), items.end(), pred); };
-  if (all([](const c10::IValue& v) { return v.isInt(); })) {
-    c10::List<int64_t> l;
-    for (auto& v : items) l.push_back(v.toInt());
-    return l;
-  }
-  if (all([](const c10::IValue& v) { return v.isDouble(); })) {
-    c10::List<double> l;
-    for (auto& v : items) l.push_back(v.toDouble());
-    return l;
-  }
-  if (all([](const c10::IValue& v) { return v.isBool(); })) {
-    c10::List<bool> l;
-    for (auto& v : items) l.push_back(v.toBool());
-    return l;
-  }
-  if (all([](const c10::IValue& v) { return v.isTensor(); })) {
-    c10::List<at::Tensor> l;
-    for (auto& v : items) l.push_back(v.toTensor());
-    return l;
-  }
-  c10::impl::GenericList l(c10::AnyType::get());
-  for (auto& v : items) l.push_back(std::move(v));
-  return l;
-}
-
 // The first symbolic value inside `v` (which has one).
 Value first_proxy(const Value& v) {
   if (v.is_proxy()) return v;
