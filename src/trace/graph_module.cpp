@@ -44,8 +44,11 @@ torch::nn::Module* child_of(torch::nn::Module* m, const std::string& name) {
 }
 
 std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
-  if (const auto* p = m.named_parameters(false).find(name)) return *p;
-  if (const auto* b = m.named_buffers(false).find(name)) return *b;
+  // The dicts are locals: find() points into them.
+  auto params = m.named_parameters(false);
+  if (const auto* p = params.find(name)) return *p;
+  auto buffers = m.named_buffers(false);
+  if (const auto* b = buffers.find(name)) return *b;
   if (const auto* fm = dynamic_cast<const Module*>(&m))
     for (const auto& [k, v] : fm->attributes())
       if (k == name) return v;
