@@ -14,3 +14,4 @@
 #include <fx/target.h>
 #include <fx/tracer.h>
 #include <fx/value.h>
+#include <fx/wrap.h>

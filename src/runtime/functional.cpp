@@ -11,14 +11,16 @@ namespace fx::runtime {
 
 namespace {
 
-const std::string kF = "torch.nn.functional.";
+// constexpr: the registry may be built during static initialization (fx::wrap at
+// namespace scope), before dynamically initialized globals of this file.
+constexpr std::string_view kF = "torch.nn.functional.";
 
 struct Reg {
   Adapters& ad;
   // Registers F.<name> with Python parameters `params`; `body` gets them bound.
   void operator()(const std::string& name, std::vector<Param> params,
                   std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)> body) const {
-    const std::string fn = kF + name;
+    const std::string fn = std::string(kF) + name;
     ad.function(fn, [fn, params = std::move(params), body = std::move(body)](std::vector<c10::IValue>& args,
                                                                             IValueKwargs& kwargs) {
       auto a = bind(fn, params, args, kwargs);

@@ -14,7 +14,7 @@ namespace fx::runtime {
 
 namespace {
 
-const char* kFn = "operator.getitem";
+constexpr const char* kFn = "operator.getitem";
 
 std::optional<int64_t> slice_part(const c10::IValue& v) {
   if (v.isNone()) return std::nullopt;

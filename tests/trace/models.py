@@ -95,6 +95,22 @@ class Sequence(nn.Module):  # containers are traced through
         return self.flatten(self.features(x))
 
 
+def scaled_sum(x, y):  # recorded as one node: torch.fx.wrap below
+    return (x + y) * 2
+
+
+torch.fx.wrap('scaled_sum')
+
+
+class Wrapped(nn.Module):  # a wrapped function inside a model
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return scaled_sum(self.linear(x), x).relu()
+
+
 class LinearNotLeaf(Tracer):  # a custom leaf policy: trace into nn.Linear
     def is_leaf_module(self, m, qualname):
         return not isinstance(m, nn.Linear) and super().is_leaf_module(m, qualname)
@@ -107,6 +123,7 @@ MODELS = {
     'attributes': (Attributes, None),
     'operations': (Operations, None),
     'sequence': (Sequence, None),
+    'wrapped': (Wrapped, None),
     'simple_net_linear_not_leaf': (SimpleNet, LinearNotLeaf),
     'sequence_linear_not_leaf': (Sequence, LinearNotLeaf),
 }

@@ -441,3 +441,32 @@ TEST(GraphModule, RuntimeErrorsNameTheNode) {
 }
 
 }  // namespace
+
+namespace {
+
+// torch.fx.wrap('scaled_sum'): one node, run as a function.
+const fx::Wrapped scaled_sum =
+    fx::wrap("models.scaled_sum",
+             [](const std::vector<Value>& a, const fx::ValueKwargs&) { return (a.at(0) + a.at(1)) * 2; });
+
+struct WrappedModel : fx::Module {
+  std::shared_ptr<Linear> linear;
+  WrappedModel() : fx::Module("Wrapped") { linear = register_module("linear", make<Linear>(4, 4)); }
+  Value forward(const std::vector<Value>& in) override { return scaled_sum((*linear)(in[0]), in[0]).relu(); }
+};
+
+TEST(Wrap, RecordsOneNodeAndRuns) {
+  expect_same_trace<WrappedModel>("wrapped");
+  WrappedModel m;
+  auto gm = fx::symbolic_trace(m);
+  const fx::Node* n = gm->graph().find_nodes(fx::Op::call_function, "models.scaled_sum").at(0);
+  ASSERT_NE(n->meta().get<bool>("is_wrapped"), nullptr);
+  at::Tensor x = torch::randn({2, 4});
+  at::Tensor want = ((torch::nn::functional::linear(x, m.linear->weight, m.linear->bias) + x) * 2).relu();
+  EXPECT_TRUE(torch::allclose(m(x).tensor(), want));      // eager: the function runs
+  EXPECT_TRUE(torch::allclose((*gm)(x).tensor(), want));  // the GraphModule runs it through the runtime
+  EXPECT_THROW(fx::wrap("", [](const std::vector<Value>&, const fx::ValueKwargs&) { return Value(); }),
+               fx::Error);
+}
+
+}  // namespace
