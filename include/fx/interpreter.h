@@ -62,6 +62,7 @@ class Interpreter {
   GraphModule& module_;
   bool garbage_collect_;
   std::vector<Value> pending_args_;  // run()'s inputs, consumed by placeholder()
+  bool symbolic_ = false;            // run() was given symbolic inputs (retracing)
   size_t next_arg_ = 0;
 };
 

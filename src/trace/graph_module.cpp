@@ -323,7 +323,7 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
 Value GraphModule::forward(const std::vector<Value>& args) {
   bool symbolic = false;
   for (const auto& a : args) symbolic = symbolic || a.has_proxy();
-  if (symbolic || Tracer::current()) return Interpreter(*this).run(args);
+  if (symbolic) return Interpreter(*this).run(args);
   std::vector<c10::IValue> inputs;
   inputs.reserve(args.size());
   for (const auto& a : args) inputs.push_back(a.ivalue());

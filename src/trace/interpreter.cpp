@@ -54,6 +54,8 @@ Value Interpreter::fetch_attr(std::string_view target) const { return Value(modu
 
 Value Interpreter::run(std::vector<Value> args) {
   env.clear();
+  symbolic_ = false;
+  for (const auto& a : args) symbolic_ = symbolic_ || a.has_proxy();
   pending_args_ = std::move(args);
   next_arg_ = 0;
   const Graph& g = module_.graph();
@@ -114,7 +116,8 @@ Value Interpreter::get_attr(Target target, const std::vector<Value>&, const Valu
   Value v = fetch_attr(target.str());
   // Retracing: record the attribute where the graph reads it, as FX's
   // generated `x = self.attr` line does.
-  if (Tracer* t = Tracer::current()) return Value::proxy(t->create_arg(v).node(), t);
+  Tracer* t = symbolic_ ? Tracer::current() : nullptr;
+  if (t) return Value::proxy(t->create_arg(v).node(), t);
   return v;
 }
 
