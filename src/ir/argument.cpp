@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "visit.h"
+
 namespace fx {
 
 bool Tuple::operator==(const Tuple& o) const { return items == o.items; }
@@ -31,20 +33,7 @@ void Argument::throw_wrong_kind(std::string_view wanted) const {
   throw Error("argument is a " + std::string(kind_name()) + ", not a " + std::string(wanted));
 }
 
-void for_each_node(const Argument& a, const std::function<void(Node*)>& fn) {
-  const auto& s = a.storage();
-  if (Node* n = a.node()) {
-    fn(n);
-  } else if (const auto* t = std::get_if<Tuple>(&s)) {
-    for (const auto& x : t->items) for_each_node(x, fn);
-  } else if (const auto* l = std::get_if<List>(&s)) {
-    for (const auto& x : l->items) for_each_node(x, fn);
-  } else if (const auto* d = std::get_if<Dict>(&s)) {
-    for (const auto& kv : d->items) for_each_node(kv.second, fn);
-  } else if (const auto* sl = std::get_if<Slice>(&s)) {
-    for (const auto& x : sl->parts) for_each_node(x, fn);
-  }
-}
+void for_each_node(const Argument& a, const std::function<void(Node*)>& fn) { detail::visit_nodes(a, fn); }
 
 Argument map_arg(const Argument& a, const std::function<Argument(Node*)>& fn) {
   const auto& s = a.storage();

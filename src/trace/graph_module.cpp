@@ -3,6 +3,8 @@
 #include <fx/interpreter.h>
 #include <fx/tracer.h>
 
+#include "last_uses.h"
+
 #include <sstream>
 
 namespace fx {
@@ -224,14 +226,7 @@ void GraphModule::recompile() {
     }
     return s;
   };
-  // Last uses, to free values early.
-  std::unordered_map<const Node*, std::vector<int>> dead_after;
-  {
-    std::unordered_map<const Node*, bool> seen;
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-      for (Node* in : (*it)->all_input_nodes())
-        if (seen.emplace(in, true).second) dead_after[*it].push_back(plan->slot_of.at(in));
-  }
+  const auto dies_at = detail::last_uses(*graph_);  // to free values early
   for (Node* n : order) {
     try {
       switch (n->op()) {
@@ -262,7 +257,8 @@ void GraphModule::recompile() {
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
         }
       }
-      if (auto it = dead_after.find(n); it != dead_after.end()) step.dead = it->second;
+      if (auto it = dies_at.find(n); it != dies_at.end())
+        for (const Node* dead : it->second) step.dead.push_back(plan->slot_of.at(dead));
       plan->steps.push_back(std::move(step));
     } catch (const Error& e) {
       throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +

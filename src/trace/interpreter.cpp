@@ -2,6 +2,8 @@
 #include <fx/interpreter.h>
 #include <fx/tracer.h>
 
+#include "last_uses.h"
+
 namespace fx {
 
 Interpreter::Interpreter(GraphModule& module, bool garbage_collect_values)
@@ -59,14 +61,8 @@ Value Interpreter::run(std::vector<Value> args) {
   pending_args_ = std::move(args);
   next_arg_ = 0;
   const Graph& g = module_.graph();
-  // The node after which each value is dead (its last user).
   std::unordered_map<const Node*, std::vector<const Node*>> dies_at;
-  if (garbage_collect_) {
-    std::unordered_map<const Node*, bool> seen;
-    for (Node* n : g.nodes().reversed())
-      for (Node* in : n->all_input_nodes())
-        if (seen.emplace(in, true).second) dies_at[n].push_back(in);
-  }
+  if (garbage_collect_) dies_at = detail::last_uses(g);
   for (Node* n : g.nodes()) {
     Value v = run_node(n);
     if (n->op() == Op::output) return v;

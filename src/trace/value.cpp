@@ -4,30 +4,13 @@
 #include <fx/tracer.h>
 #include <fx/value.h>
 
+#include "find_tracer.h"
+
 #include <algorithm>
 
 namespace fx {
 
 namespace {
-
-// The tracer of the first symbolic value inside `v`, or nullptr.
-Tracer* find_tracer(const Value& v);
-Tracer* find_tracer(const std::vector<Value>& args, const ValueKwargs& kwargs) {
-  for (const auto& a : args)
-    if (Tracer* t = find_tracer(a)) return t;
-  for (const auto& kv : kwargs)
-    if (Tracer* t = find_tracer(kv.second)) return t;
-  return nullptr;
-}
-Tracer* find_tracer(const Value& v) {
-  if (v.is_proxy()) return v.tracer();
-  if (v.is_sequence() && v.has_proxy()) {
-    for (const auto& item : v.items()) {
-      if (Tracer* t = find_tracer(item)) return t;
-    }
-  }
-  return nullptr;
-}
 
 [[noreturn]] void control_flow_error(const Value& v, std::string_view what) {
   throw TraceError(
@@ -60,6 +43,22 @@ IValueKwargs runtime_kwargs(const ValueKwargs& kwargs) {
 }
 
 }  // namespace
+
+Tracer* detail::find_tracer(const Value& v) {
+  if (v.is_proxy()) return v.tracer();
+  if (v.is_sequence() && v.has_proxy())
+    for (const auto& item : v.items())
+      if (Tracer* t = find_tracer(item)) return t;
+  return nullptr;
+}
+
+Tracer* detail::find_tracer(const std::vector<Value>& args, const ValueKwargs& kwargs) {
+  for (const auto& a : args)
+    if (Tracer* t = find_tracer(a)) return t;
+  for (const auto& kv : kwargs)
+    if (Tracer* t = find_tracer(kv.second)) return t;
+  return nullptr;
+}
 
 Value Value::list(std::vector<Value> items) {
   Value v;
@@ -205,13 +204,14 @@ Value Value::attr(std::string_view name) const {
 
 Value Value::call_method(std::string_view name, std::vector<Value> args, ValueKwargs kwargs) const {
   args.insert(args.begin(), *this);
-  if (Tracer* t = find_tracer(args, kwargs))
+  if (Tracer* t = detail::find_tracer(args, kwargs))
     return t->create_proxy(Op::call_method, Target(name), args, kwargs);
   return Value(resolve_method(name)->call(runtime_args(args), runtime_kwargs(kwargs)));
 }
 
 Value call_function(const Target& target, std::vector<Value> args, ValueKwargs kwargs) {
-  if (Tracer* t = find_tracer(args, kwargs)) return t->create_proxy(Op::call_function, target, args, kwargs);
+  if (Tracer* t = detail::find_tracer(args, kwargs))
+    return t->create_proxy(Op::call_function, target, args, kwargs);
   return Value(resolve_function(target)->call(runtime_args(args), runtime_kwargs(kwargs)));
 }
 

@@ -3,27 +3,12 @@
 #include <fx/tracer.h>
 #include <fx/wrap.h>
 
+#include "find_tracer.h"
+
 namespace fx {
 
-namespace {
-Tracer* tracer_of(const std::vector<Value>& args, const ValueKwargs& kwargs) {
-  auto find = [](const Value& v, auto& self) -> Tracer* {
-    if (v.is_proxy()) return v.tracer();
-    if (v.is_sequence() && v.has_proxy())
-      for (const auto& item : v.items())
-        if (Tracer* t = self(item, self)) return t;
-    return nullptr;
-  };
-  for (const auto& a : args)
-    if (Tracer* t = find(a, find)) return t;
-  for (const auto& kv : kwargs)
-    if (Tracer* t = find(kv.second, find)) return t;
-  return nullptr;
-}
-}  // namespace
-
 Value Wrapped::call(std::vector<Value> args, ValueKwargs kwargs) const {
-  if (Tracer* t = tracer_of(args, kwargs)) {
+  if (Tracer* t = detail::find_tracer(args, kwargs)) {
     Value proxy = t->create_proxy(Op::call_function, name_, args, kwargs);
     proxy.node()->meta().set("is_wrapped", true);
     return proxy;
