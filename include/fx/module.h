@@ -86,6 +86,16 @@ class Module : public torch::nn::Module {
   // or repeated argument.
   std::vector<Value> bind(std::vector<Value> args, ValueKwargs kwargs) const;
 
+  // Deep copy (Python's copy.deepcopy): torch::nn::Module::clone, which a
+  // module class overrides by constructing a new instance with the same
+  // configuration and calling copy_state_from(*this). The default throws.
+  //
+  // Copies every parameter, buffer and tensor attribute of `other` (same
+  // names, own storage, same requires_grad) and the training flag onto this
+  // module's own, recursively through children of the same names. Throws
+  // fx::Error naming the entry that this module lacks or whose shape differs.
+  void copy_state_from(const torch::nn::Module& other);
+
  protected:
   void set_forward_params(std::vector<Param> params) { params_ = std::move(params); }
 

@@ -83,6 +83,65 @@ std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) con
   return out;
 }
 
+namespace {
+void copy_tensor(const std::string& owner, const std::string& name, at::Tensor& dst, const at::Tensor& src) {
+  if (!dst.defined() || !src.defined()) {
+    if (dst.defined() != src.defined())
+      throw Error(owner + ".copy_state_from: '" + name + "' is defined on one side only");
+    return;
+  }
+  if (dst.sizes() != src.sizes())
+    throw Error(owner + ".copy_state_from: '" + name + "' has shape " + c10::str(dst.sizes()) + " here but " +
+                c10::str(src.sizes()) + " in the source");
+  torch::NoGradGuard no_grad;
+  dst.copy_(src);
+}
+
+std::string type_of(const torch::nn::Module& m) {
+  const auto* fm = dynamic_cast<const Module*>(&m);
+  return fm ? fm->type_name() : m.name();
+}
+}  // namespace
+
+void Module::copy_state_from(const torch::nn::Module& other) {
+  train(other.is_training());                         // recursive; children's own flags follow below
+  auto other_params = other.named_parameters(false);  // kept: find() points into it
+  for (auto& item : named_parameters(false)) {
+    const std::string& name = item.key();
+    at::Tensor& dst = item.value();
+    const at::Tensor* src = other_params.find(name);
+    if (!src)
+      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no parameter '" +
+                  name + "'");
+    copy_tensor(type_name_, name, dst, *src);
+  }
+  auto other_buffers = other.named_buffers(false);
+  for (auto& item : named_buffers(false)) {
+    const std::string& name = item.key();
+    at::Tensor& dst = item.value();
+    const at::Tensor* src = other_buffers.find(name);
+    if (!src)
+      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no buffer '" + name +
+                  "'");
+    copy_tensor(type_name_, name, dst, *src);
+  }
+  if (const auto* fm = dynamic_cast<const Module*>(&other))
+    for (const auto& [name, value] : fm->attributes()) register_attribute(name, value.clone());
+  auto other_children = other.named_children();
+  for (auto& item : named_children()) {
+    const std::string& name = item.key();
+    const std::shared_ptr<torch::nn::Module>& child = item.value();
+    const auto* src = other_children.find(name);
+    if (!src)
+      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no submodule '" +
+                  name + "'");
+    if (auto* fm = dynamic_cast<Module*>(child.get()))
+      fm->copy_state_from(**src);
+    else
+      throw Error(type_name_ + ".copy_state_from: submodule '" + name + "' is not an fx::Module");
+  }
+}
+
 Value Module::call(std::vector<Value> args, ValueKwargs kwargs) {
   std::vector<Value> bound = bind(args, kwargs);
   if (Tracer* t = Tracer::current())
