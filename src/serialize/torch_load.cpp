@@ -1,0 +1,497 @@
+// torch.load of a state dict: the zip archive torch.save writes and the
+// subset of Python's pickle that a dict of tensors uses.
+//
+// LibTorch's own unpickler (torch::pickle_load) replaces every
+// collections.OrderedDict by None, because it only expects one as a tensor's
+// (empty) backward hooks, so it cannot read `torch.save(model.state_dict())`,
+// whose top object is an OrderedDict. This reader is a small pickle machine
+// (pickletools.py documents the opcodes) that knows the handful of globals a
+// state dict refers to and refuses every other one: nothing in the file is
+// ever executed.
+#include <fx/error.h>
+#include <fx/state_dict.h>
+
+#include <c10/core/ScalarType.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <variant>
+
+namespace fx {
+
+namespace {
+
+struct Obj;
+using ObjPtr = std::shared_ptr<Obj>;
+
+// A Python object of the pickle. Dicts and lists are shared and mutable, as in
+// Python (SETITEM on a memoized dict changes every reference to it).
+struct Obj {
+  enum Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
+  Kind kind = kNone;
+  int64_t i = 0;                                   // bool, int
+  double d = 0.0;                                  // float
+  std::string s;                                   // str, bytes, global "module.name"
+  std::vector<ObjPtr> items;                       // tuple, list
+  std::vector<std::pair<ObjPtr, ObjPtr>> entries;  // dict, insertion order
+  at::Tensor tensor;                               // storage (1-D, whole record), tensor
+};
+
+ObjPtr make(Obj::Kind k) {
+  auto o = std::make_shared<Obj>();
+  o->kind = k;
+  return o;
+}
+
+const char* kind_name(Obj::Kind k) {
+  static const char* names[] = {"None",  "bool", "int",  "float",  "str",     "bytes",
+                                "tuple", "list", "dict", "global", "storage", "tensor"};
+  return names[k];
+}
+// "a tensor", "an int".
+std::string a_kind(Obj::Kind k) { return (k == Obj::kInt ? "an " : "a ") + std::string(kind_name(k)); }
+
+// torch.<X>Storage, the storage classes torch.save names in persistent ids.
+c10::ScalarType storage_dtype(const std::string& name, const std::string& where) {
+  static const std::map<std::string, c10::ScalarType> kTypes = {
+      {"torch.FloatStorage", c10::kFloat},
+      {"torch.DoubleStorage", c10::kDouble},
+      {"torch.HalfStorage", c10::kHalf},
+      {"torch.BFloat16Storage", c10::kBFloat16},
+      {"torch.LongStorage", c10::kLong},
+      {"torch.IntStorage", c10::kInt},
+      {"torch.ShortStorage", c10::kShort},
+      {"torch.CharStorage", c10::kChar},
+      {"torch.ByteStorage", c10::kByte},
+      {"torch.BoolStorage", c10::kBool},
+      {"torch.ComplexFloatStorage", c10::kComplexFloat},
+      {"torch.ComplexDoubleStorage", c10::kComplexDouble},
+  };
+  auto it = kTypes.find(name);
+  if (it == kTypes.end()) throw Error(where + ": unsupported storage type " + name);
+  return it->second;
+}
+
+class Unpickler {
+ public:
+  Unpickler(std::string path, caffe2::serialize::PyTorchStreamReader& archive, const char* data, size_t size)
+      : path_(std::move(path)), archive_(archive), p_(data), end_(data + size) {}
+
+  ObjPtr run() {
+    while (true) {
+      const uint8_t op = u8();
+      switch (op) {
+        case 0x80:
+          u8();
+          break;  // PROTO
+        case 0x95:
+          bytes(8);
+          break;  // FRAME: a size hint
+        case '.':
+          return pop();  // STOP
+        case '(':
+          marks_.push_back(stack_.size());
+          break;  // MARK
+        case '0':
+          pop();
+          break;  // POP
+        case '1':
+          pop_mark();
+          break;  // POP_MARK
+        case '2':
+          push(top());
+          break;  // DUP
+        case 'N':
+          push(make(Obj::kNone));
+          break;
+        case 0x88:
+          push(boolean(true));
+          break;  // NEWTRUE
+        case 0x89:
+          push(boolean(false));
+          break;  // NEWFALSE
+        case 'J':
+          push(integer(static_cast<int32_t>(le(4))));
+          break;  // BININT
+        case 'K':
+          push(integer(static_cast<int64_t>(le(1))));
+          break;  // BININT1
+        case 'M':
+          push(integer(static_cast<int64_t>(le(2))));
+          break;  // BININT2
+        case 0x8a:
+          push(long_int(le(1)));
+          break;  // LONG1
+        case 0x8b:
+          push(long_int(le(4)));
+          break;  // LONG4
+        case 'G':
+          push(binfloat());
+          break;  // BINFLOAT
+        case 'X':
+          push(str(Obj::kStr, le(4)));
+          break;  // BINUNICODE
+        case 0x8c:
+          push(str(Obj::kStr, le(1)));
+          break;  // SHORT_BINUNICODE
+        case 0x8d:
+          push(str(Obj::kStr, le(8)));
+          break;  // BINUNICODE8
+        case 'T':
+          push(str(Obj::kStr, le(4)));
+          break;  // BINSTRING
+        case 'U':
+          push(str(Obj::kStr, le(1)));
+          break;  // SHORT_BINSTRING
+        case 'B':
+          push(str(Obj::kBytes, le(4)));
+          break;  // BINBYTES
+        case 'C':
+          push(str(Obj::kBytes, le(1)));
+          break;  // SHORT_BINBYTES
+        case ')':
+          push(make(Obj::kTuple));
+          break;  // EMPTY_TUPLE
+        case 't':
+          push(sequence(Obj::kTuple, pop_mark()));
+          break;  // TUPLE
+        case 0x85:
+          push(sequence(Obj::kTuple, pop_n(1)));
+          break;  // TUPLE1
+        case 0x86:
+          push(sequence(Obj::kTuple, pop_n(2)));
+          break;  // TUPLE2
+        case 0x87:
+          push(sequence(Obj::kTuple, pop_n(3)));
+          break;  // TUPLE3
+        case ']':
+          push(make(Obj::kList));
+          break;  // EMPTY_LIST
+        case 'l':
+          push(sequence(Obj::kList, pop_mark()));
+          break;     // LIST
+        case 'a': {  // APPEND
+          ObjPtr v = pop();
+          expect(top(), Obj::kList, "APPEND")->items.push_back(std::move(v));
+          break;
+        }
+        case 'e': {  // APPENDS
+          auto vs = pop_mark();
+          auto& items = expect(top(), Obj::kList, "APPENDS")->items;
+          items.insert(items.end(), vs.begin(), vs.end());
+          break;
+        }
+        case '}':
+          push(make(Obj::kDict));
+          break;     // EMPTY_DICT
+        case 'd': {  // DICT
+          ObjPtr dict = make(Obj::kDict);
+          set_items(dict, pop_mark());
+          push(dict);
+          break;
+        }
+        case 's': {  // SETITEM
+          auto kv = pop_n(2);
+          set_items(expect(top(), Obj::kDict, "SETITEM"), kv);
+          break;
+        }
+        case 'u': {  // SETITEMS
+          auto kvs = pop_mark();
+          set_items(expect(top(), Obj::kDict, "SETITEMS"), kvs);
+          break;
+        }
+        case 'c': {  // GLOBAL "module\nname\n"
+          ObjPtr g = make(Obj::kGlobal);
+          std::string module = line();
+          g->s = module + "." + line();
+          push(g);
+          break;
+        }
+        case 0x93: {  // STACK_GLOBAL
+          auto mn = pop_n(2);
+          ObjPtr g = make(Obj::kGlobal);
+          g->s =
+              expect(mn[0], Obj::kStr, "STACK_GLOBAL")->s + "." + expect(mn[1], Obj::kStr, "STACK_GLOBAL")->s;
+          push(g);
+          break;
+        }
+        case 'R':     // REDUCE
+        case 0x81: {  // NEWOBJ
+          ObjPtr args = pop();
+          ObjPtr fn = pop();
+          push(reduce(fn, expect(args, Obj::kTuple, "REDUCE")->items));
+          break;
+        }
+        case 'b': {  // BUILD: obj.__setstate__(state)
+          ObjPtr state = pop();
+          build(top(), state);
+          break;
+        }
+        case 'Q':
+          push(persistent_load(pop()));
+          break;  // BINPERSID
+        case 'q':
+          memo_[le(1)] = top();
+          break;  // BINPUT
+        case 'r':
+          memo_[le(4)] = top();
+          break;  // LONG_BINPUT
+        case 0x94:
+          memo_[memo_.size()] = top();
+          break;  // MEMOIZE
+        case 'h':
+          push(memo(le(1)));
+          break;  // BINGET
+        case 'j':
+          push(memo(le(4)));
+          break;  // LONG_BINGET
+        default:
+          fail("unsupported pickle opcode 0x" + hex(op) + " (not a state dict torch.save wrote?)");
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("fx::read_state_dict: " + path_ + ": " + what + " at byte " + std::to_string(pos_ - 1) +
+                " of its pickle");
+  }
+  static std::string hex(uint8_t b) {
+    const char* digits = "0123456789abcdef";
+    return {digits[b >> 4], digits[b & 15]};
+  }
+
+  const char* bytes(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) fail("truncated pickle");
+    const char* at = p_;
+    p_ += n;
+    pos_ += n;
+    return at;
+  }
+  uint8_t u8() { return static_cast<uint8_t>(*bytes(1)); }
+  uint64_t le(size_t n) {
+    const char* b = bytes(n);
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(b[k])) << (8 * k);
+    return v;
+  }
+  std::string line() {
+    const char* start = p_;
+    while (p_ < end_ && *p_ != '\n') ++p_, ++pos_;
+    if (p_ == end_) fail("truncated GLOBAL");
+    std::string s(start, p_);
+    ++p_, ++pos_;
+    return s;
+  }
+
+  ObjPtr boolean(bool b) {
+    ObjPtr o = make(Obj::kBool);
+    o->i = b;
+    return o;
+  }
+  ObjPtr integer(int64_t v) {
+    ObjPtr o = make(Obj::kInt);
+    o->i = v;
+    return o;
+  }
+  ObjPtr long_int(uint64_t n) {
+    if (n > 8) fail("integer of " + std::to_string(n) + " bytes does not fit in 64 bits");
+    const char* b = bytes(n);
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<uint8_t>(b[k])) << (8 * k);
+    if (n > 0 && n < 8 && (static_cast<uint8_t>(b[n - 1]) & 0x80)) v |= ~uint64_t{0} << (8 * n);  // sign
+    return integer(static_cast<int64_t>(v));
+  }
+  ObjPtr binfloat() {
+    const char* b = bytes(8);
+    uint64_t bits = 0;
+    for (size_t k = 0; k < 8; ++k) bits = (bits << 8) | static_cast<uint8_t>(b[k]);  // big-endian
+    ObjPtr o = make(Obj::kFloat);
+    std::memcpy(&o->d, &bits, sizeof bits);
+    return o;
+  }
+  ObjPtr str(Obj::Kind k, uint64_t n) {
+    if (n > static_cast<uint64_t>(end_ - p_)) fail("truncated string");
+    ObjPtr o = make(k);
+    o->s.assign(bytes(n), n);
+    return o;
+  }
+  static ObjPtr sequence(Obj::Kind k, std::vector<ObjPtr> items) {
+    ObjPtr o = make(k);
+    o->items = std::move(items);
+    return o;
+  }
+
+  void push(ObjPtr o) { stack_.push_back(std::move(o)); }
+  const ObjPtr& top() {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("stack underflow");
+    return stack_.back();
+  }
+  ObjPtr pop() {
+    ObjPtr o = top();
+    stack_.pop_back();
+    return o;
+  }
+  std::vector<ObjPtr> pop_n(size_t n) {
+    const size_t floor = marks_.empty() ? 0 : marks_.back();
+    if (stack_.size() < floor + n) fail("stack underflow");
+    std::vector<ObjPtr> out(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+    stack_.resize(stack_.size() - n);
+    return out;
+  }
+  std::vector<ObjPtr> pop_mark() {
+    if (marks_.empty()) fail("no MARK");
+    const size_t m = marks_.back();
+    marks_.pop_back();
+    std::vector<ObjPtr> out(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+    stack_.resize(m);
+    return out;
+  }
+  ObjPtr memo(uint64_t k) {
+    auto it = memo_.find(k);
+    if (it == memo_.end()) fail("memo entry " + std::to_string(k) + " read before it is written");
+    return it->second;
+  }
+  const ObjPtr& expect(const ObjPtr& o, Obj::Kind k, const char* op) {
+    if (o->kind != k) fail(std::string(op) + " expects " + a_kind(k) + ", got " + a_kind(o->kind));
+    return o;
+  }
+  void set_items(const ObjPtr& dict, const std::vector<ObjPtr>& kvs) {
+    if (kvs.size() % 2) fail("odd number of items for a dict");
+    for (size_t k = 0; k < kvs.size(); k += 2) {
+      auto it = std::find_if(dict->entries.begin(), dict->entries.end(), [&](const auto& e) {
+        return e.first->kind == Obj::kStr && kvs[k]->kind == Obj::kStr && e.first->s == kvs[k]->s;
+      });
+      if (it != dict->entries.end())
+        it->second = kvs[k + 1];
+      else
+        dict->entries.emplace_back(kvs[k], kvs[k + 1]);
+    }
+  }
+
+  // The callables a state dict calls; any other global is refused.
+  ObjPtr reduce(const ObjPtr& fn, const std::vector<ObjPtr>& args) {
+    const std::string& name = expect(fn, Obj::kGlobal, "REDUCE")->s;
+    if (name == "collections.OrderedDict") {
+      if (!args.empty()) fail("collections.OrderedDict with arguments");
+      return make(Obj::kDict);
+    }
+    if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
+      // (storage, storage_offset, size, stride[, requires_grad, backward_hooks[, metadata]])
+      if (args.size() < 4) fail(name + " with " + std::to_string(args.size()) + " arguments");
+      const at::Tensor& storage = expect(args[0], Obj::kStorage, name.c_str())->tensor;
+      const int64_t offset = expect(args[1], Obj::kInt, name.c_str())->i;
+      std::vector<int64_t> size = int_tuple(args[2], name), stride = int_tuple(args[3], name);
+      if (size.size() != stride.size()) fail(name + ": size and stride differ in length");
+      int64_t last = offset;  // the furthest element the view reaches
+      bool empty = false;
+      for (size_t k = 0; k < size.size(); ++k) {
+        if (size[k] < 0 || stride[k] < 0) fail(name + ": negative size or stride");
+        if (size[k] == 0)
+          empty = true;
+        else
+          last += (size[k] - 1) * stride[k];
+      }
+      if (offset < 0 || (!empty && last >= storage.numel()))
+        fail(name + ": the tensor reaches element " + std::to_string(last) + " of a storage of " +
+             std::to_string(storage.numel()));
+      return tensor(at::empty({0}, storage.options()).set_(storage.storage(), offset, size, stride));
+    }
+    if (name == "torch._utils._rebuild_parameter") {  // (data, requires_grad, backward_hooks)
+      if (args.empty()) fail(name + " without arguments");
+      return tensor(expect(args[0], Obj::kTensor, name.c_str())->tensor);
+    }
+    fail("refusing to call " + name + ": a state dict holds only tensors in a dict");
+  }
+  static ObjPtr tensor(at::Tensor t) {
+    ObjPtr o = make(Obj::kTensor);
+    o->tensor = std::move(t);
+    return o;
+  }
+  std::vector<int64_t> int_tuple(const ObjPtr& o, const std::string& where) {
+    std::vector<int64_t> out;
+    for (const auto& e : expect(o, Obj::kTuple, where.c_str())->items)
+      out.push_back(expect(e, Obj::kInt, where.c_str())->i);
+    return out;
+  }
+
+  // BUILD: Python sets the OrderedDict's `_metadata` (per-module versions,
+  // which only old BatchNorm checkpoints need); a state dict's keys and
+  // tensors are complete without it.
+  void build(const ObjPtr& obj, const ObjPtr&) {
+    if (obj->kind != Obj::kDict && obj->kind != Obj::kTensor) fail("BUILD on " + a_kind(obj->kind));
+  }
+
+  // ('storage', torch.<X>Storage, key, location, numel): record data/<key>.
+  ObjPtr persistent_load(const ObjPtr& pid) {
+    const auto& t = expect(pid, Obj::kTuple, "BINPERSID")->items;
+    if (t.size() != 5 || t[0]->kind != Obj::kStr || t[0]->s != "storage") fail("unknown persistent id");
+    const std::string& key = expect(t[2], Obj::kStr, "BINPERSID")->s;
+    if (auto it = storages_.find(key); it != storages_.end()) return it->second;
+    const c10::ScalarType dtype = storage_dtype(expect(t[1], Obj::kGlobal, "BINPERSID")->s, path_);
+    const int64_t numel = expect(t[4], Obj::kInt, "BINPERSID")->i;
+    const std::string record = "data/" + key;
+    if (!archive_.hasRecord(record)) fail("missing record " + record);
+    auto [data, nbytes] = archive_.getRecord(record);
+    const size_t item = c10::elementSize(dtype);
+    if (numel < 0 || nbytes != static_cast<size_t>(numel) * item)
+      fail("record " + record + " has " + std::to_string(nbytes) + " bytes for " + std::to_string(numel) +
+           " " + c10::toString(dtype) + " elements");
+    ObjPtr o = make(Obj::kStorage);
+    o->tensor = at::empty({numel}, at::TensorOptions().dtype(dtype));
+    if (nbytes) std::memcpy(o->tensor.data_ptr(), data.get(), nbytes);
+    storages_[key] = o;
+    return o;
+  }
+
+  std::string path_;
+  caffe2::serialize::PyTorchStreamReader& archive_;
+  const char* p_;
+  const char* end_;
+  size_t pos_ = 0;
+  std::vector<ObjPtr> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, ObjPtr> memo_;
+  std::unordered_map<std::string, ObjPtr> storages_;
+};
+
+}  // namespace
+
+StateDict read_state_dict(const std::string& path) {
+  if (!std::ifstream(path)) throw Error("fx::read_state_dict: cannot open " + path);
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
+  at::DataPtr pickle;
+  size_t size = 0;
+  try {
+    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    if (!archive->hasRecord("data.pkl"))
+      throw Error("fx::read_state_dict: " + path + " has no data.pkl: not a file written by torch.save");
+    std::tie(pickle, size) = archive->getRecord("data.pkl");
+  } catch (const c10::Error& e) {
+    throw Error("fx::read_state_dict: cannot read " + path +
+                " as a torch.save zip archive (torch.save(..., _use_new_zipfile_serialization=False) files "
+                "are not supported): " +
+                e.what_without_backtrace());
+  }
+  ObjPtr top = Unpickler(path, *archive, static_cast<const char*>(pickle.get()), size).run();
+  if (top->kind != Obj::kDict)
+    throw Error("fx::read_state_dict: " + path + " holds " + a_kind(top->kind) +
+                ", not a state dict; save model.state_dict()");
+  StateDict out;
+  for (const auto& [k, v] : top->entries) {
+    if (k->kind != Obj::kStr || v->kind != Obj::kTensor)
+      throw Error("fx::read_state_dict: " + path + " maps " + a_kind(k->kind) + " to " + a_kind(v->kind) +
+                  (k->kind == Obj::kStr ? " ('" + k->s + "')" : std::string()) +
+                  "; a state dict maps names to tensors");
+    out.emplace_back(k->s, v->tensor);
+  }
+  return out;
+}
+
+}  // namespace fx
