@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <cmath>
+#include <limits>
 
 namespace fx::runtime {
 
@@ -82,6 +83,126 @@ std::vector<int64_t> adaptive_size(const std::string& fn, const at::Tensor& inpu
 
 c10::IValue pair(std::tuple<at::Tensor, at::Tensor> t) {
   return c10::ivalue::Tuple::create({std::get<0>(t), std::get<1>(t)});
+}
+
+// F.multi_head_attention_forward (torch/nn/functional.py, 1.13), step by step:
+// LibTorch's C++ version differs (bool masks are added, not masked; 3-D masks
+// are not accepted), so this follows the Python one.
+c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>& a) {
+  at::Tensor query = to_tensor(fn, a[0]), key = to_tensor(fn, a[1]), value = to_tensor(fn, a[2]);
+  const int64_t embed_dim_to_check = to_int(fn, a[3]), num_heads = to_int(fn, a[4]);
+  auto in_proj_weight = to_opt_tensor(fn, a[5]), in_proj_bias = to_opt_tensor(fn, a[6]);
+  auto bias_k = to_opt_tensor(fn, a[7]), bias_v = to_opt_tensor(fn, a[8]);
+  const bool add_zero_attn = to_bool(fn, a[9]);
+  double dropout_p = to_double(fn, a[10]);
+  at::Tensor out_proj_weight = to_tensor(fn, a[11]);
+  auto out_proj_bias = to_opt_tensor(fn, a[12]);
+  const bool training = to_bool(fn, a[13]);
+  auto key_padding_mask = to_opt_tensor(fn, a[14]);
+  const bool need_weights = to_bool(fn, a[15]);
+  auto attn_mask = to_opt_tensor(fn, a[16]);
+  const bool separate = to_bool(fn, a[17]);
+  auto q_w = to_opt_tensor(fn, a[18]), k_w = to_opt_tensor(fn, a[19]), v_w = to_opt_tensor(fn, a[20]);
+  if (!a[21].isNone() || !a[22].isNone()) throw Error(fn + ": static_k and static_v are not supported");
+  const bool average = to_bool(fn, a[23]);
+
+  const bool batched = query.dim() == 3;
+  if (!batched && query.dim() != 2)
+    throw Error(fn + ": AssertionError: query should be unbatched 2D or batched 3D tensor but received " +
+                std::to_string(query.dim()) + "-D query tensor");
+  if (key.dim() != query.dim() || value.dim() != query.dim())
+    throw Error(fn + ": AssertionError: key and value must have the rank of query (" +
+                std::to_string(query.dim()) + "-D)");
+  if (!batched) {
+    query = query.unsqueeze(1), key = key.unsqueeze(1), value = value.unsqueeze(1);
+    if (key_padding_mask) key_padding_mask = key_padding_mask->unsqueeze(0);
+  }
+  const int64_t tgt_len = query.size(0), bsz = query.size(1), embed_dim = query.size(2);
+  if (embed_dim != embed_dim_to_check)
+    throw Error(fn + ": AssertionError: was expecting embedding dimension of " +
+                std::to_string(embed_dim_to_check) + ", but got " + std::to_string(embed_dim));
+  if (num_heads <= 0 || embed_dim % num_heads != 0)
+    throw Error(fn + ": AssertionError: embed_dim " + std::to_string(embed_dim) +
+                " not divisible by num_heads " + std::to_string(num_heads));
+  const int64_t head_dim = embed_dim / num_heads;
+
+  // _in_projection_packed / _in_projection
+  std::vector<at::Tensor> b(3);
+  if (in_proj_bias) b = in_proj_bias->chunk(3);
+  auto opt = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
+  at::Tensor q, k, v;
+  if (!separate) {
+    if (!in_proj_weight) throw Error(fn + ": use_separate_proj_weight is False but in_proj_weight is None");
+    auto w = in_proj_weight->chunk(3);
+    q = at::linear(query, w[0], opt(b[0])), k = at::linear(key, w[1], opt(b[1])),
+    v = at::linear(value, w[2], opt(b[2]));
+  } else {
+    if (!q_w || !k_w || !v_w)
+      throw Error(fn + ": use_separate_proj_weight is True but q/k/v_proj_weight is None");
+    q = at::linear(query, *q_w, opt(b[0])), k = at::linear(key, *k_w, opt(b[1])),
+    v = at::linear(value, *v_w, opt(b[2]));
+  }
+  if (attn_mask) {
+    if (attn_mask->dim() == 2)
+      attn_mask = attn_mask->unsqueeze(0);
+    else if (attn_mask->dim() != 3)
+      throw Error(fn + ": RuntimeError: attn_mask's dimension " + std::to_string(attn_mask->dim()) +
+                  " is not supported");
+  }
+  if (bias_k && bias_v) {
+    k = at::cat({k, bias_k->repeat({1, bsz, 1})});
+    v = at::cat({v, bias_v->repeat({1, bsz, 1})});
+    if (attn_mask) attn_mask = at::pad(*attn_mask, {0, 1});
+    if (key_padding_mask) key_padding_mask = at::pad(*key_padding_mask, {0, 1});
+  }
+  q = q.contiguous().view({tgt_len, bsz * num_heads, head_dim}).transpose(0, 1);
+  k = k.contiguous().view({k.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
+  v = v.contiguous().view({v.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
+  if (add_zero_attn) {
+    k = at::cat({k, at::zeros({bsz * num_heads, 1, head_dim}, k.options())}, 1);
+    v = at::cat({v, at::zeros({bsz * num_heads, 1, head_dim}, v.options())}, 1);
+    if (attn_mask) attn_mask = at::pad(*attn_mask, {0, 1});
+    if (key_padding_mask) key_padding_mask = at::pad(*key_padding_mask, {0, 1});
+  }
+  const int64_t src_len = k.size(1);
+  if (key_padding_mask) {
+    if (key_padding_mask->sizes() != at::IntArrayRef{bsz, src_len})
+      throw Error(fn + ": AssertionError: expecting key_padding_mask shape of (" + std::to_string(bsz) +
+                  ", " + std::to_string(src_len) + "), but got " + c10::str(key_padding_mask->sizes()));
+    at::Tensor kpm = key_padding_mask->view({bsz, 1, 1, src_len})
+                         .expand({-1, num_heads, -1, -1})
+                         .reshape({bsz * num_heads, 1, src_len});
+    if (!attn_mask)
+      attn_mask = kpm;
+    else if (attn_mask->scalar_type() == at::kBool)
+      attn_mask = attn_mask->logical_or(kpm);
+    else
+      attn_mask = attn_mask->masked_fill(kpm, -std::numeric_limits<double>::infinity());
+  }
+  if (attn_mask && attn_mask->scalar_type() == at::kBool)
+    attn_mask = at::zeros_like(*attn_mask, q.options())
+                    .masked_fill_(*attn_mask, -std::numeric_limits<double>::infinity());
+  if (!training) dropout_p = 0.0;
+
+  // _scaled_dot_product_attention
+  q = q / std::sqrt(static_cast<double>(head_dim));
+  at::Tensor attn =
+      attn_mask ? at::baddbmm(*attn_mask, q, k.transpose(-2, -1)) : at::bmm(q, k.transpose(-2, -1));
+  attn = at::softmax(attn, -1);
+  if (dropout_p > 0.0) attn = at::dropout(attn, dropout_p, true);
+  at::Tensor out = at::bmm(attn, v);
+  out = out.transpose(0, 1).contiguous().view({tgt_len * bsz, embed_dim});
+  out = at::linear(out, out_proj_weight, out_proj_bias);
+  out = out.view({tgt_len, bsz, out.size(1)});
+  c10::IValue weights;
+  if (need_weights) {
+    at::Tensor w = attn.view({bsz, num_heads, tgt_len, src_len});
+    if (average) w = w.sum(1) / num_heads;
+    if (!batched) w = w.squeeze(0);
+    weights = w;
+  }
+  if (!batched) out = out.squeeze(1);
+  return c10::ivalue::Tuple::create({out, weights});
 }
 
 }  // namespace
@@ -411,6 +532,95 @@ void register_functional(Adapters& ad) {
         return c10::IValue(at::binary_cross_entropy_with_logits(to_tensor(fn, a[0]), to_tensor(fn, a[1]),
                                                                 to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
                                                                 reduction_enum(fn, a[3], a[4], a[5])));
+      });
+
+  // ---- multi-head attention: a Python function in torch 1.13 ----------------
+  reg("multi_head_attention_forward",
+      {req("query"),
+       req("key"),
+       req("value"),
+       req("embed_dim_to_check"),
+       req("num_heads"),
+       req("in_proj_weight"),
+       req("in_proj_bias"),
+       req("bias_k"),
+       req("bias_v"),
+       req("add_zero_attn"),
+       req("dropout_p"),
+       req("out_proj_weight"),
+       req("out_proj_bias"),
+       opt("training", true),
+       opt("key_padding_mask", c10::IValue()),
+       opt("need_weights", true),
+       opt("attn_mask", c10::IValue()),
+       opt("use_separate_proj_weight", false),
+       opt("q_proj_weight", c10::IValue()),
+       opt("k_proj_weight", c10::IValue()),
+       opt("v_proj_weight", c10::IValue()),
+       opt("static_k", c10::IValue()),
+       opt("static_v", c10::IValue()),
+       opt("average_attn_weights", true)},
+      multi_head_attention);
+
+  // ---- embedding_bag: Python (input, weight, offsets, ..., mode: str) vs ATen
+  // (weight, indices, offsets, ..., mode: int), 2-D input as fixed-size bags,
+  // and the first of ATen's four results.
+  reg("embedding_bag",
+      {req("input"), req("weight"), opt("offsets", c10::IValue()), opt("max_norm", c10::IValue()),
+       opt("norm_type", 2.0), opt("scale_grad_by_freq", false), opt("mode", "mean"), opt("sparse", false),
+       opt("per_sample_weights", c10::IValue()), opt("include_last_offset", false),
+       opt("padding_idx", c10::IValue())},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
+        auto offsets = to_opt_tensor(fn, a[2]);
+        auto per_sample_weights = to_opt_tensor(fn, a[8]);
+        const std::string mode = to_str(fn, a[6]);
+        if (per_sample_weights && input.sizes() != per_sample_weights->sizes())
+          throw Error(fn + ": ValueError: embedding_bag: If per_sample_weights (" +
+                      c10::str(per_sample_weights->sizes()) +
+                      ") is not None, then it must have the same shape as the input (" +
+                      c10::str(input.sizes()) + ")");
+        if (input.dim() == 2) {
+          if (offsets) throw Error(fn + ": ValueError: if input is 2D, then offsets has to be None");
+          offsets = at::arange(0, input.numel(), input.size(1), input.options().dtype(input.scalar_type()));
+          input = input.reshape(-1);
+          if (per_sample_weights) per_sample_weights = per_sample_weights->reshape(-1);
+        } else if (input.dim() == 1) {
+          if (!offsets) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor but got None");
+          if (offsets->dim() != 1) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor");
+        } else {
+          throw Error(fn + ": ValueError: input has to be 1D or 2D Tensor, but got Tensor of dimension " +
+                      std::to_string(input.dim()));
+        }
+        int64_t mode_enum;
+        if (mode == "sum")
+          mode_enum = 0;
+        else if (mode == "mean")
+          mode_enum = 1;
+        else if (mode == "max")
+          mode_enum = 2;
+        else
+          throw Error(fn + ": ValueError: mode has to be one of sum, mean or max");
+        if (per_sample_weights && mode != "sum")
+          throw Error(
+              fn +
+              ": NotImplementedError: embedding_bag: per_sample_weights was not None. per_sample_weights is "
+              "only supported for mode='sum' (got mode='" +
+              mode + "'). Please open a feature request on GitHub.");
+        int64_t padding_idx = -1;
+        if (!a[10].isNone()) {
+          padding_idx = to_int(fn, a[10]);
+          if (padding_idx >= weight.size(0) || padding_idx < -weight.size(0))
+            throw Error(fn + ": padding_idx must be within the number of embeddings");
+          if (padding_idx < 0) padding_idx += weight.size(0);
+        }
+        if (!a[3].isNone()) {
+          at::NoGradGuard no_grad;
+          at::embedding_renorm_(weight, input, to_double(fn, a[3]), to_double(fn, a[4]));
+        }
+        auto r = at::embedding_bag(weight, input, *offsets, to_bool(fn, a[5]), mode_enum, to_bool(fn, a[7]),
+                                   per_sample_weights, to_bool(fn, a[9]), padding_idx);
+        return c10::IValue(std::get<0>(r));
       });
 }
 

@@ -1,0 +1,49 @@
+#pragma once
+// How fx::nn modules spell their configuration as Python does, in extra_repr
+// and in the arguments their forwards pass to F.*.
+
+#include <fx/value.h>
+
+#include "../../ir/repr.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fx::nn::detail {
+
+inline std::string py_bool(bool b) { return b ? "True" : "False"; }
+inline std::string py_float(double d) { return fx::detail::repr_float(d); }
+inline std::string py_str(const std::string& s) { return fx::detail::repr_string(s); }
+// (1, 2), (4,)
+inline std::string py_tuple(const std::vector<int64_t>& v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() == 1 ? ",)" : ")");
+}
+template <class T>
+std::string py_optional(const std::optional<T>& v) {
+  if (!v) return "None";
+  if constexpr (std::is_floating_point_v<T>)
+    return py_float(*v);
+  else
+    return std::to_string(*v);
+}
+
+inline Value tuple_of(const std::vector<int64_t>& v) {
+  std::vector<Value> items(v.begin(), v.end());
+  return Value::tuple(std::move(items));
+}
+inline Value optional_tensor(const at::Tensor& t) { return t.defined() ? Value(t) : Value(); }
+template <class T>
+Value optional_value(const std::optional<T>& v) {
+  return v ? Value(*v) : Value();
+}
+
+// torch.nn.modules.utils._ntuple: one value repeated n times, or n values.
+// Throws fx::Error naming the module and the argument otherwise.
+std::vector<int64_t> ntuple(const std::string& module, const std::string& what, std::vector<int64_t> v,
+                            size_t n);
+
+}  // namespace fx::nn::detail
