@@ -19,6 +19,7 @@
 #include <fx/argument.h>
 #include <fx/node.h>
 #include <fx/target.h>
+#include <fx/tree_spec.h>
 
 #include <cstddef>
 #include <iosfwd>
@@ -142,6 +143,12 @@ class Graph {
   OwningModule* owning_module() const { return owning_module_; }
   void set_owning_module(OwningModule* m) { owning_module_ = m; }
 
+  // Set when the graph's inputs and output are flattened structures
+  // (torch.fx's _PyTreeCodeGen, from structured concrete_args): python_code
+  // then flattens the arguments and rebuilds the output as FX's code does.
+  const std::optional<PyTreeInfo>& pytree_info() const { return pytree_info_; }
+  void set_pytree_info(std::optional<PyTreeInfo> info) { pytree_info_ = std::move(info); }
+
   // ---- text -------------------------------------------------------------
   // What torch.fx prints for `print(graph)` (with `[num_users=N]`).
   std::string to_string() const;
@@ -193,6 +200,7 @@ class Graph {
   };
   std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;
   OwningModule* owning_module_ = nullptr;
+  std::optional<PyTreeInfo> pytree_info_;
 };
 
 class Graph::NodeList {

@@ -15,6 +15,7 @@
 #include <fx/graph.h>
 #include <fx/module.h>
 #include <fx/runtime.h>
+#include <fx/tracer.h>
 
 #include <memory>
 #include <string>
@@ -59,6 +60,8 @@ class GraphModule : public Module, public OwningModule {
 
  private:
   struct Plan;
+  // forward on the graph's own (flat) inputs.
+  Value run_flat(const std::vector<Value>& args);
   void copy_attr(Module& root, const std::string& path, bool is_module);
 
   std::unique_ptr<Graph> graph_;
@@ -66,8 +69,8 @@ class GraphModule : public Module, public OwningModule {
   std::unique_ptr<Plan> plan_;
 };
 
-// torch.fx's symbolic_trace: Tracer().trace(root) made into a GraphModule
-// named after the root's class.
-std::unique_ptr<GraphModule> symbolic_trace(Module& root);
+// torch.fx's symbolic_trace: Tracer().trace(root, concrete_args) made into a
+// GraphModule named after the root's class.
+std::unique_ptr<GraphModule> symbolic_trace(Module& root, const ConcreteArgs& concrete_args = {});
 
 }  // namespace fx

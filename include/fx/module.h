@@ -26,6 +26,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fx {
@@ -47,6 +49,18 @@ class Module : public torch::nn::Module {
 
   const std::string& type_name() const { return type_name_; }
   const std::vector<Param>& forward_params() const { return params_; }
+
+  // forward's type annotations, as Python's forward.__annotations__ holds
+  // them: a parameter's name, or "return", to the type as Python spells it
+  // (`torch.Tensor`). The tracer gives them to the root's placeholders and
+  // output node, as torch.fx does: `%x : torch.Tensor [...]` and
+  // `def forward(self, x : torch.Tensor) -> torch.Tensor:`.
+  const std::vector<std::pair<std::string, std::string>>& annotations() const { return annotations_; }
+  std::optional<std::string> annotation(std::string_view name) const {
+    for (const auto& [n, type] : annotations_)
+      if (n == name) return type;
+    return std::nullopt;
+  }
 
   // The computation. `args` holds one value per forward parameter, defaults
   // filled in.
@@ -98,11 +112,25 @@ class Module : public torch::nn::Module {
 
  protected:
   void set_forward_params(std::vector<Param> params) { params_ = std::move(params); }
+  // Annotates forward's parameter `name` (or its result: "return") with
+  // `type`; throws fx::Error for a name forward does not have.
+  void annotate(const std::string& name, std::string type) {
+    bool known = name == "return";
+    for (const auto& p : params_) known = known || p.name == name;
+    if (!known) throw Error(type_name_ + ".forward has no parameter '" + name + "' to annotate");
+    for (auto& [n, t] : annotations_)
+      if (n == name) {
+        t = std::move(type);
+        return;
+      }
+    annotations_.emplace_back(name, std::move(type));
+  }
 
  private:
   std::string type_name_;
   std::vector<Param> params_;
   std::vector<std::pair<std::string, at::Tensor>> attributes_;
+  std::vector<std::pair<std::string, std::string>> annotations_;
 };
 
 }  // namespace fx

@@ -11,6 +11,7 @@
 
 #include <fx/graph.h>
 #include <fx/module.h>
+#include <fx/tree_spec.h>
 #include <fx/value.h>
 
 #include <functional>
@@ -18,10 +19,51 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace fx {
+
+// torch.fx's PH: in concrete_args, a leaf of a structure that stays an input.
+struct PHType {};
+inline constexpr PHType PH{};
+
+// What concrete_args gives for one forward parameter (torch.fx's
+// symbolic_trace(root, concrete_args)):
+// - a value (bool, int, float, str, None, a tensor): the parameter is
+//   specialized to it. The graph keeps an input `<name>_1` and asserts that
+//   it equals the value (`torch._assert(<name>_1 == value, ...)`, or
+//   `_assert_is_none` for None), while forward sees the value itself, so
+//   control flow on it is static;
+// - fx::PH: the parameter stays an input named `<name>_1`;
+// - a list or tuple of these (ConcreteArg::list / tuple, or a Value list /
+//   tuple): each leaf is specialized in turn (`<name>_1`, `<name>_2`, ...), and
+//   the graph takes the flattened leaves while its module takes the
+//   structure (Graph::pytree_info).
+class ConcreteArg {
+ public:
+  ConcreteArg(PHType) : ph_(true) {}
+  template <class T>
+  requires(std::is_constructible_v<Value, T&&> && !std::is_same_v<std::decay_t<T>, ConcreteArg>)
+      ConcreteArg(T&& v)
+      : value_(std::forward<T>(v)) {}
+  static ConcreteArg list(std::vector<ConcreteArg> items) {
+    return ConcreteArg(TreeSpec::Kind::list, std::move(items));
+  }
+  static ConcreteArg tuple(std::vector<ConcreteArg> items) {
+    return ConcreteArg(TreeSpec::Kind::tuple, std::move(items));
+  }
+
+ private:
+  friend class Tracer;
+  ConcreteArg(TreeSpec::Kind kind, std::vector<ConcreteArg> items) : kind_(kind), items_(std::move(items)) {}
+  bool ph_ = false;
+  Value value_;  // a leaf's value (when not ph_ and kind_ is leaf)
+  TreeSpec::Kind kind_ = TreeSpec::Kind::leaf;
+  std::vector<ConcreteArg> items_;  // a list's / tuple's items
+};
+using ConcreteArgs = std::vector<std::pair<std::string, ConcreteArg>>;
 
 class Tracer {
  public:
@@ -32,7 +74,9 @@ class Tracer {
 
   // Traces root.forward into a new graph: one placeholder per forward
   // parameter, then whatever forward does.
-  std::unique_ptr<Graph> trace(Module& root);
+  // `concrete_args` specializes forward parameters by name (see
+  // ConcreteArg); naming a parameter forward does not have throws TraceError.
+  std::unique_ptr<Graph> trace(Module& root, const ConcreteArgs& concrete_args = {});
 
   // ---- overridable behaviour ----
   // Whether `m` is recorded as one call_module node. Default: fx::nn's
@@ -57,12 +101,19 @@ class Tracer {
   // one node per parameter, as FX's parameter proxy cache).
   virtual Value getattr(std::string_view qualified_name, const at::Tensor& value);
 
+  // torch.fx's record_stack_traces: when set, every node created gets
+  // meta["stack_trace"], the C++ frames of the model code that made it
+  // (named when the executable exports its symbols: -rdynamic).
+  bool record_stack_traces = false;
+
   Graph& graph() { return *graph_; }
   Module& root() { return *root_; }
   // The tracer running on this thread, or nullptr.
   static Tracer* current();
 
  private:
+  Value concrete_placeholder(const Module::Param& param, const ConcreteArg& arg, int& count, TreeSpec& spec);
+
   std::unique_ptr<Graph> graph_;
   Module* root_ = nullptr;
   std::unordered_map<const void*, std::string> param_names_;   // TensorImpl* -> qualified name
@@ -72,7 +123,7 @@ class Tracer {
   std::unordered_map<const Module*, std::string> module_paths_;
 };
 
-// Tracer().trace(root) as a graph.
-std::unique_ptr<Graph> symbolic_trace_graph(Module& root);
+// Tracer().trace(root, concrete_args) as a graph.
+std::unique_ptr<Graph> symbolic_trace_graph(Module& root, const ConcreteArgs& concrete_args = {});
 
 }  // namespace fx

@@ -83,6 +83,10 @@ class Value {
   // ---- reading concrete values ----
   bool is_none() const;
   bool is_sequence() const { return std::holds_alternative<std::shared_ptr<const Seq>>(v_); }
+  // A Python list / tuple, whether built with list()/tuple() or a concrete
+  // IValue list/tuple (a symbolic value is neither: its type is unknown).
+  bool is_list() const;
+  bool is_tuple() const;
   // The concrete value; throws TraceError for a symbolic one.
   c10::IValue ivalue() const;
   at::Tensor tensor() const;

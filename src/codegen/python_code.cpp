@@ -241,7 +241,10 @@ PythonCode Graph::python_code(std::string_view root_module) const {
       case Op::output:
         if (n->type_) return_annotation = " -> " + names.type_repr(*n->type_);
         if (n->args_.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
-        body += "return " + reprs(n->args_[0]);
+        if (pytree_info_)
+          body += "return pytree.tree_unflatten(" + reprs(n->args_[0]) + ", self._out_spec)";
+        else
+          body += "return " + reprs(n->args_[0]);
         body += '\n';
         continue;
     }
@@ -261,10 +264,27 @@ PythonCode Graph::python_code(std::string_view root_module) const {
     for (size_t i = 0; i < wrapped.size(); ++i)
       wrap_stmts += (i ? "\n" : "") + wrap + "(\"" + wrapped[i] + "\")";
   }
-  if (free_vars.empty() || free_vars[0] != "self") free_vars.insert(free_vars.begin(), "self");
-  std::string prologue = "def forward(";
-  for (size_t i = 0; i < free_vars.size(); ++i) prologue += (i ? ", " : "") + free_vars[i];
-  prologue += ")" + return_annotation + ":";
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out;
+  };
+  std::string prologue;
+  if (pytree_info_) {
+    // torch.fx's _PyTreeCodeGen.gen_fn_def: the original parameters, then
+    // one statement flattening them into the placeholders.
+    std::vector<std::string> function_args = pytree_info_->orig_args;
+    if (!function_args.empty() && function_args[0] == "self") free_vars.insert(free_vars.begin(), "self");
+    if (function_args.empty() || function_args[0] != "self")
+      function_args.insert(function_args.begin(), "self");
+    prologue = "def forward(" + join(function_args) + ")" + return_annotation + ":";
+    if (!free_vars.empty())
+      prologue += "\n    " + join(free_vars) + ", = fx_pytree.tree_flatten_spec([" +
+                  join(pytree_info_->orig_args) + "], self._in_spec)";
+  } else {
+    if (free_vars.empty() || free_vars[0] != "self") free_vars.insert(free_vars.begin(), "self");
+    prologue = "def forward(" + join(free_vars) + ")" + return_annotation + ":";
+  }
 
   std::string code = "    ";
   code.reserve(body.size() + body.size() / 8);

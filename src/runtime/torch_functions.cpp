@@ -1,7 +1,7 @@
 // torch.* functions that are Python code in torch 1.13, not ATen operators,
 // or whose Python signature differs from the ATen schema: torch.split,
 // torch.einsum / meshgrid / broadcast_tensors (varargs), torch.tensor,
-// torch.is_tensor, torch._assert.
+// torch.is_tensor, torch._assert, torch.fx's _assert_is_none.
 
 #include "internal.h"
 
@@ -109,6 +109,15 @@ void register_torch_functions(Adapters& ad) {
       throw Error("torch._assert: AssertionError: " + (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
     return c10::IValue();
   });
+  // What a graph traced with a concrete_args value of None asserts.
+  ad.function("torch.fx._symbolic_trace._assert_is_none",
+              [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+                auto a = bind("_assert_is_none", {req("value"), req("msg")}, args, kwargs);
+                if (!a[0].isNone())
+                  throw Error("_assert_is_none: AssertionError: " +
+                              (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
+                return c10::IValue();
+              });
 }
 
 }  // namespace fx::runtime

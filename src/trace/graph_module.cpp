@@ -1,5 +1,6 @@
 // GraphModule: attributes copied from the root, code, and the compiled plan.
 #include <fx/graph_module.h>
+#include <fx/pytree.h>
 #include <fx/interpreter.h>
 #include <fx/tracer.h>
 
@@ -13,6 +14,13 @@ namespace {
 
 std::vector<Module::Param> placeholder_params(const Graph& g) {
   std::vector<Module::Param> params;
+  // A graph traced with structured concrete_args takes the original
+  // parameters (torch.fx's _PyTreeCodeGen.gen_fn_def: no defaults).
+  if (const auto& info = g.pytree_info()) {
+    for (const auto& name : info->orig_args)
+      if (name != "self") params.emplace_back(name);
+    return params;
+  }
   for (Node* n : g.nodes()) {
     if (n->op() != Op::placeholder) continue;
     if (n->args().empty())
@@ -317,6 +325,21 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
 }
 
 Value GraphModule::forward(const std::vector<Value>& args) {
+  if (const auto& info = graph_->pytree_info()) {
+    // torch.fx's _PyTreeCodeGen: flatten the arguments, run, rebuild the output.
+    auto [flat, spec] = tree_flatten(Value::tuple(args));
+    if (spec != info->in_spec)
+      throw Error(type_name() +
+                  ".forward: the arguments do not have the structure of the concrete_args the graph was traced "
+                  "with (lists/tuples of the same lengths)");
+    Value out = run_flat(flat);
+    if (!info->out_spec) return out;
+    return tree_unflatten(out.items(), *info->out_spec);
+  }
+  return run_flat(args);
+}
+
+Value GraphModule::run_flat(const std::vector<Value>& args) {
   bool symbolic = false;
   for (const auto& a : args) symbolic = symbolic || a.has_proxy();
   if (symbolic) return Interpreter(*this).run(args);
@@ -330,9 +353,9 @@ std::string GraphModule::to_string() const {
   return repr() + "\n" + code_ + "\n# To see more debug info, please use `graph_module.print_readable()`";
 }
 
-std::unique_ptr<GraphModule> symbolic_trace(Module& root) {
+std::unique_ptr<GraphModule> symbolic_trace(Module& root, const ConcreteArgs& concrete_args) {
   Tracer tracer;
-  std::unique_ptr<Graph> graph = tracer.trace(root);
+  std::unique_ptr<Graph> graph = tracer.trace(root, concrete_args);
   size_t dot = root.type_name().rfind('.');
   std::string name = dot == std::string::npos ? root.type_name() : root.type_name().substr(dot + 1);
   return std::make_unique<GraphModule>(root, std::move(graph), name);

@@ -49,10 +49,12 @@ std::unique_ptr<Graph> Tracer::trace(Module& root) {
   for (const auto& p : root.forward_params()) {
     Args defaults;
     if (p.default_value) defaults.push_back(create_arg(*p.default_value));
-    args.push_back(Value::proxy(create_node(Op::placeholder, Target(p.name), std::move(defaults), {}), this));
+    args.push_back(Value::proxy(
+        create_node(Op::placeholder, Target(p.name), std::move(defaults), {}, std::nullopt, root.annotation(p.name)),
+        this));
   }
   Value out = root.forward(args);
-  create_node(Op::output, Target("output"), {create_arg(out)}, {});
+  create_node(Op::output, Target("output"), {create_arg(out)}, {}, std::nullopt, root.annotation("return"));
   root_ = nullptr;
   return std::move(graph_);
 }

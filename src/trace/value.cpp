@@ -126,6 +126,18 @@ at::Tensor Value::tensor() const {
   return v.toTensor();
 }
 
+bool Value::is_list() const {
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_)) return (*seq)->kind == SeqKind::list;
+  const auto* iv = std::get_if<c10::IValue>(&v_);
+  return iv && iv->isList();
+}
+
+bool Value::is_tuple() const {
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_)) return (*seq)->kind == SeqKind::tuple;
+  const auto* iv = std::get_if<c10::IValue>(&v_);
+  return iv && iv->isTuple();
+}
+
 std::vector<Value> Value::items() const {
   if (is_proxy())
     throw TraceError("node '" + node()->name() +
@@ -196,6 +208,20 @@ double Value::to_double() const {
 }
 
 Value Value::operator[](const Value& index) const {
+  // A list/tuple built in C++ is a Python list/tuple: indexing it with an
+  // int is plain Python, recorded nowhere, even when it holds proxies.
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_);
+      seq && (*seq)->kind != SeqKind::slice && !index.has_proxy()) {
+    c10::IValue i = index.ivalue();
+    if (i.isInt()) {
+      auto n = static_cast<int64_t>((*seq)->items.size());
+      int64_t k = i.toInt() < 0 ? i.toInt() + n : i.toInt();
+      if (k < 0 || k >= n)
+        throw Error("IndexError: index " + std::to_string(i.toInt()) + " is out of range for a " +
+                    ((*seq)->kind == SeqKind::list ? "list" : "tuple") + " of " + std::to_string(n) + " items");
+      return (*seq)->items[static_cast<size_t>(k)];
+    }
+  }
   return call_function("operator.getitem", {*this, index});
 }
 Value Value::attr(std::string_view name) const {

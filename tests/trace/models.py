@@ -116,6 +116,33 @@ class LinearNotLeaf(Tracer):  # a custom leaf policy: trace into nn.Linear
         return not isinstance(m, nn.Linear) and super().is_leaf_module(m, qualname)
 
 
+class Specialized(nn.Module):  # concrete_args: flags, None and numbers
+    def forward(self, x, flag=True, bias=None, n=2):
+        if flag:
+            x = x.relu()
+        if bias is not None:
+            x = x + bias
+        return x * n
+
+
+class Paired(nn.Module):  # concrete_args with structures: the graph takes their leaves
+    def forward(self, x, flag, pair):
+        if flag:
+            x = x.relu()
+        return (x + pair[0], [x * pair[1], x])
+
+
+# name -> the concrete_args Tracer.trace gets for that model. (torch.fx 1.13
+# cannot compile the code of a structured trace of a forward with defaults:
+# its flattening statement repeats them, so Paired has none.)
+CONCRETE_ARGS = {
+    'specialized_flags': {'flag': False, 'bias': None, 'n': 3},
+    'specialized_float': {'flag': True, 'n': 2.5},
+    'paired_ph': {'flag': False, 'pair': [torch.fx.PH, torch.fx.PH]},
+    'paired_mixed': {'flag': True, 'pair': (torch.fx.PH, 2.0)},
+}
+
+
 MODELS = {
     'my_model': (MyModel, None),
     'simple_net': (SimpleNet, None),
@@ -126,4 +153,8 @@ MODELS = {
     'wrapped': (Wrapped, None),
     'simple_net_linear_not_leaf': (SimpleNet, LinearNotLeaf),
     'sequence_linear_not_leaf': (Sequence, LinearNotLeaf),
+    'specialized_flags': (Specialized, None),
+    'specialized_float': (Specialized, None),
+    'paired_ph': (Paired, None),
+    'paired_mixed': (Paired, None),
 }

@@ -18,7 +18,7 @@ except ImportError:
     sys.exit(77)
 
 import normalizations  # noqa: E402
-from models import MODELS  # noqa: E402
+from models import CONCRETE_ARGS, MODELS  # noqa: E402
 
 
 def functional_targets():
@@ -36,7 +36,7 @@ def main():
         torch.manual_seed(0)
         model = cls()
         tracer = (tracer_cls or torch.fx.Tracer)()
-        graph = tracer.trace(model)
+        graph = tracer.trace(model, CONCRETE_ARGS.get(name))
         gm = torch.fx.GraphModule(tracer.root, graph, cls.__name__)  # as symbolic_trace names it
         out[name] = {
             'graph': normalizations.apply(str(gm.graph), pairs),
