@@ -9,6 +9,8 @@ using detail::conv2d;
 using detail::make;
 
 AlexNet::AlexNet(int64_t num_classes, double dropout) : Module("AlexNet", {"x"}) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   features = register_module(
       "features", detail::sequential({
                       conv2d(3, 64, 11, 4, 2), make<nn::ReLU>(true), make<nn::MaxPool2d>(3, 2),

@@ -6,7 +6,7 @@ namespace fx::models::detail {
 
 void init_weights(torch::nn::Module& root, ConvInit conv, LinearInit linear) {
   torch::NoGradGuard no_grad;
-  for (const auto& m : root.modules()) {
+  for (const auto& m : root.modules(/*include_self=*/false)) {
     if (auto* c = dynamic_cast<nn::Conv2d*>(m.get())) {
       if (conv == ConvInit::none) continue;
       if (conv == ConvInit::kaiming_normal_fan_out_relu)

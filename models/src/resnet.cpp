@@ -23,6 +23,8 @@ std::shared_ptr<nn::Conv2d> conv1x1(int64_t in, int64_t out, int64_t stride = 1)
 BasicBlock::BasicBlock(int64_t inplanes, int64_t planes, int64_t stride_, std::shared_ptr<nn::Sequential> ds,
                        int64_t groups, int64_t base_width, int64_t dilation)
     : Module("BasicBlock", {"x"}), stride(stride_) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   if (groups != 1 || base_width != 64) throw Error("BasicBlock only supports groups=1 and base_width=64");
   if (dilation > 1) throw Error("BasicBlock: dilation > 1 is not supported");
   conv1 = register_module("conv1", conv3x3(inplanes, planes, stride));
@@ -50,6 +52,8 @@ Value BasicBlock::forward(const std::vector<Value>& args) {
 Bottleneck::Bottleneck(int64_t inplanes, int64_t planes, int64_t stride_, std::shared_ptr<nn::Sequential> ds,
                        int64_t groups, int64_t base_width, int64_t dilation)
     : Module("Bottleneck", {"x"}), stride(stride_) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   // int(planes * (base_width / 64.0)) * groups
   const auto width = static_cast<int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) *
                      groups;
@@ -83,6 +87,8 @@ Value Bottleneck::forward(const std::vector<Value>& args) {
 ResNet::ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes, bool zero_init_residual,
                int64_t groups, int64_t width_per_group, std::vector<bool> replace_stride_with_dilation)
     : Module("ResNet", {"x"}), groups_(groups), base_width_(width_per_group) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   if (layers.size() != 4) throw Error("ResNet: layers must hold 4 block counts, got " + std::to_string(layers.size()));
   if (replace_stride_with_dilation.size() != 3)
     throw Error("ResNet: replace_stride_with_dilation should be a 3-element list, got " +
@@ -102,7 +108,7 @@ ResNet::ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes, bo
   detail::init_weights(*this, detail::ConvInit::kaiming_normal_fan_out_relu, detail::LinearInit::none);
   if (zero_init_residual) {
     torch::NoGradGuard no_grad;
-    for (const auto& m : modules()) {
+    for (const auto& m : modules(/*include_self=*/false)) {
       if (auto* b = dynamic_cast<Bottleneck*>(m.get())) b->bn3->weight.zero_();
       if (auto* b = dynamic_cast<BasicBlock*>(m.get())) b->bn2->weight.zero_();
     }

@@ -30,6 +30,8 @@ std::shared_ptr<nn::Conv2d> depthwise_conv(int64_t i, int64_t o, int64_t kernel_
 
 InvertedResidual::InvertedResidual(int64_t inp, int64_t oup, int64_t stride_)
     : Module("InvertedResidual", {"x"}), stride(stride_) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   if (stride < 1 || stride > 3) throw Error("InvertedResidual: illegal stride value " + std::to_string(stride));
   const int64_t branch_features = oup / 2;
   if (stride == 1 && inp != branch_features << 1)
@@ -72,6 +74,8 @@ Value InvertedResidual::forward(const std::vector<Value>& args) {
 ShuffleNetV2::ShuffleNetV2(std::vector<int64_t> stages_repeats, std::vector<int64_t> stages_out_channels,
                            int64_t num_classes)
     : Module("ShuffleNetV2", {"x"}) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   if (stages_repeats.size() != 3) throw Error("ShuffleNetV2: expected stages_repeats as list of 3 positive ints");
   if (stages_out_channels.size() != 5)
     throw Error("ShuffleNetV2: expected stages_out_channels as list of 5 positive ints");

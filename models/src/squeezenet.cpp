@@ -12,6 +12,8 @@ using detail::make;
 
 Fire::Fire(int64_t inplanes_, int64_t squeeze_planes, int64_t expand1x1_planes, int64_t expand3x3_planes)
     : Module("Fire", {"x"}), inplanes(inplanes_) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   squeeze = register_module("squeeze", conv2d(inplanes, squeeze_planes, 1));
   squeeze_activation = register_module("squeeze_activation", make<nn::ReLU>(true));
   expand1x1 = register_module("expand1x1", conv2d(squeeze_planes, expand1x1_planes, 1));
@@ -29,6 +31,8 @@ Value Fire::forward(const std::vector<Value>& args) {
 
 SqueezeNet::SqueezeNet(const std::string& version, int64_t num_classes_, double dropout)
     : Module("SqueezeNet", {"x"}), num_classes(num_classes_) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   auto pool = [] { return make<nn::MaxPool2d>(3, 2, 0, 1, false, /*ceil_mode=*/true); };
   if (version == "1_0") {
     features = register_module(

@@ -9,6 +9,8 @@ using detail::make;
 
 VGG::VGG(std::shared_ptr<nn::Sequential> features_, int64_t num_classes, bool init_weights, double dropout)
     : Module("VGG", {"x"}) {
+  annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
+  annotate("return", "torch.Tensor");
   if (!features_) throw Error("VGG: features must be a module, got null");
   features = register_module("features", std::move(features_));
   avgpool = register_module("avgpool", make<nn::AdaptiveAvgPool2d>(nn::PoolArg{7, 7}));

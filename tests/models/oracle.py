@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The torch.fx 1.13 side of the torchvision ports (models/): for each model,
+builds torchvision 0.14's original (torch.manual_seed(0), eval mode), traces it
+and writes, into the directory named on the command line:
+
+  expected.json       per model: graph text, code and str(GraphModule), normalized
+                      as tests/conformance/normalizations.py says; the input shape
+  <name>.state.pt     torch.save(model.state_dict())
+  <name>.io.pt        torch.save({'input': x, 'output': model(x)}) for a fixed input x
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'conformance'))
+
+try:
+    import torch
+    import torch.fx
+    import torchvision.models as tvm
+except ImportError:
+    print('torch or torchvision is not importable; skipping', file=sys.stderr)
+    sys.exit(77)
+
+import normalizations  # noqa: E402
+
+
+def unpacking_proxies_on_python_311():
+    """torch.fx 1.13 unpacks a Proxy (`n, c, h, w = x.size()`) by finding the
+    UNPACK_SEQUENCE its caller is executing at index f_lasti // 2 of the
+    instruction list. Python 3.11 lists no CACHE entries there, so the index is
+    wrong and every unpacking raises TraceError ('Proxy object cannot be
+    iterated'). On Python <= 3.10 torch.fx 1.13 records one getitem per value;
+    torch.fx >= 2.0 finds the instruction by offset. Do that here, so that the
+    oracle records what torch.fx 1.13 records where it works."""
+    import bisect
+    import dis
+    import inspect
+    from torch.fx.proxy import Proxy
+
+    if sys.version_info < (3, 11):
+        return
+
+    def __iter__(self):
+        frame = inspect.currentframe()
+        calling_frame = frame.f_back
+        insts = list(dis.get_instructions(calling_frame.f_code))
+        i = bisect.bisect_left([inst.offset for inst in insts], calling_frame.f_lasti)
+        if i < len(insts) and insts[i].opname == 'UNPACK_SEQUENCE':
+            return (self[k] for k in range(insts[i].argval))
+        return self.tracer.iter(self)
+
+    Proxy.__iter__ = __iter__
+
+
+class Pooling(torch.nn.Module):
+    """The pooling modules in configurations the models do not use (models_test.cpp's Pooling)."""
+
+    def __init__(self):
+        super().__init__()
+        self.max1 = torch.nn.MaxPool1d(3, 2, 1, 1, False, ceil_mode=True)
+        self.max2 = torch.nn.MaxPool2d((3, 2), (2, 1), (1, 0), (1, 2))
+        self.avg = torch.nn.AvgPool2d(3, 2, 1, False, count_include_pad=False)
+        self.adaptive1 = torch.nn.AdaptiveAvgPool1d(5)
+        self.adaptive2 = torch.nn.AdaptiveAvgPool2d((None, 3))
+
+    def forward(self, x):
+        s = x.flatten(2)
+        return torch.cat([self.max2(x).flatten(1), self.avg(x).flatten(1), self.adaptive2(x).flatten(1),
+                          self.max1(s).flatten(1), self.adaptive1(s).flatten(1)], 1)
+
+
+# name -> (builder, input shape). Inputs are as small as the models allow:
+# 64x64 leaves alexnet's and vgg's features at least 1x1 before their adaptive pools.
+MODELS = {
+    'pooling': (Pooling, (2, 3, 9, 11)),
+    'resnet18': (tvm.resnet18, (1, 3, 64, 64)),
+    'resnet50': (tvm.resnet50, (1, 3, 64, 64)),
+    'alexnet': (tvm.alexnet, (1, 3, 64, 64)),
+    'vgg11': (tvm.vgg11, (1, 3, 64, 64)),
+    'squeezenet1_0': (tvm.squeezenet1_0, (1, 3, 64, 64)),
+    'shufflenet_v2_x1_0': (tvm.shufflenet_v2_x1_0, (1, 3, 64, 64)),
+}
+
+
+
+def functional_targets():
+    """Every torch.nn.functional.X function, so that any of them a model calls is normalized."""
+    import types
+    import torch.nn.functional as F
+    kinds = (types.FunctionType, types.BuiltinFunctionType)
+    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    only = set(sys.argv[2:])
+    unpacking_proxies_on_python_311()
+    pairs = normalizations.normalizations(functional_targets())
+    expected = {}
+    for name, (build, shape) in MODELS.items():
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = build().eval()
+        gm = torch.fx.symbolic_trace(model)
+        expected[name] = {
+            'graph': normalizations.apply(str(gm.graph), pairs),
+            'code': normalizations.apply(gm.code, pairs),
+            'str': normalizations.apply(str(gm), pairs),
+            'input_shape': list(shape),
+        }
+        torch.save(model.state_dict(), os.path.join(out_dir, name + '.state.pt'))
+        torch.manual_seed(1)
+        x = torch.randn(shape)
+        with torch.no_grad():
+            y = model(x)
+        torch.save({'input': x, 'output': y}, os.path.join(out_dir, name + '.io.pt'))
+    with open(os.path.join(out_dir, 'expected.json'), 'w') as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+
+
+if __name__ == '__main__':
+    main()
