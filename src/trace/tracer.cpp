@@ -1,7 +1,13 @@
 // Symbolic tracing with torch.fx's semantics (torch/fx/_symbolic_trace.py).
 #include <fx/node.h>
+#include <fx/pytree.h>
 #include <fx/runtime.h>
 #include <fx/tracer.h>
+
+#include "../ir/repr.h"
+#include "stack_trace.h"
+
+#include <algorithm>
 
 namespace fx {
 
@@ -25,7 +31,7 @@ const void* identity(const at::Tensor& t) { return t.unsafeGetTensorImpl(); }
 
 Tracer* Tracer::current() { return current_tracer; }
 
-std::unique_ptr<Graph> Tracer::trace(Module& root) {
+std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_args) {
   graph_ = std::make_unique<Graph>();
   root_ = &root;
   param_names_.clear();
@@ -44,9 +50,33 @@ std::unique_ptr<Graph> Tracer::trace(Module& root) {
     for (const auto& [name, t] : fm->attributes()) constant_names_.emplace(identity(t), m.key() + "." + name);
   }
 
+  const auto& params = root.forward_params();
+  for (const auto& [name, arg] : concrete_args) {
+    bool known = false;
+    for (const auto& p : params) known = known || p.name == name;
+    if (!known) {
+      std::string names;
+      for (const auto& p : params) names += (names.empty() ? "" : ", ") + p.name;
+      throw TraceError("concrete_args names '" + name + "', which is not a parameter of " + root.type_name() +
+                       ".forward(" + names + ")");
+    }
+  }
+
   CurrentTracer scope(this);
   std::vector<Value> args;
-  for (const auto& p : root.forward_params()) {
+  PyTreeInfo pytree{{"self"}, TreeSpec{TreeSpec::Kind::tuple, {}}, std::nullopt};
+  bool structured = false;
+  for (const auto& p : params) {
+    pytree.orig_args.push_back(p.name);
+    TreeSpec& spec = pytree.in_spec.children.emplace_back();
+    auto given = std::find_if(concrete_args.begin(), concrete_args.end(),
+                              [&](const auto& kv) { return kv.first == p.name; });
+    if (given != concrete_args.end()) {
+      int count = 0;
+      args.push_back(concrete_placeholder(p, given->second, count, spec));
+      structured = structured || !spec.is_leaf();
+      continue;
+    }
     Args defaults;
     if (p.default_value) defaults.push_back(create_arg(*p.default_value));
     args.push_back(Value::proxy(
@@ -54,9 +84,65 @@ std::unique_ptr<Graph> Tracer::trace(Module& root) {
         this));
   }
   Value out = root.forward(args);
+  if (structured) {
+    // As torch.fx's flatten_fn: the graph returns the output's leaves as a
+    // list; the module rebuilds the structure (out_spec).
+    auto [leaves, out_spec] = tree_flatten(out);
+    pytree.out_spec = std::move(out_spec);
+    out = Value::list(std::move(leaves));
+    graph_->set_pytree_info(std::move(pytree));
+  }
   create_node(Op::output, Target("output"), {create_arg(out)}, {}, std::nullopt, root.annotation("return"));
   root_ = nullptr;
   return std::move(graph_);
+}
+
+// torch.fx's create_args_for_root.proxy_placeholder for a parameter named
+// in concrete_args: one placeholder per leaf, named `<param>_<count>`.
+Value Tracer::concrete_placeholder(const Module::Param& param, const ConcreteArg& arg, int& count,
+                                   TreeSpec& spec) {
+  if (arg.kind_ != TreeSpec::Kind::leaf || (!arg.ph_ && (arg.value_.is_list() || arg.value_.is_tuple()))) {
+    std::vector<ConcreteArg> items = arg.items_;
+    spec.kind = arg.kind_;
+    if (arg.kind_ == TreeSpec::Kind::leaf) {
+      spec.kind = arg.value_.is_list() ? TreeSpec::Kind::list : TreeSpec::Kind::tuple;
+      for (const Value& v : arg.value_.items()) items.emplace_back(v);
+    }
+    std::vector<Value> values;
+    spec.children.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i)
+      values.push_back(concrete_placeholder(param, items[i], count, spec.children[i]));
+    return spec.kind == TreeSpec::Kind::list ? Value::list(std::move(values))
+                                             : Value::tuple(std::move(values));
+  }
+  spec = TreeSpec::leaf();
+  Args defaults;
+  if (param.default_value) defaults.push_back(create_arg(*param.default_value));
+  std::string name = param.name + "_" + std::to_string(++count);
+  Value out = Value::proxy(create_node(Op::placeholder, Target(name), std::move(defaults), {}), this);
+  if (arg.ph_) return out;
+  const Value& x = arg.value_;
+  if (x.is_none()) {
+    create_proxy(Op::call_function, Target("torch.fx._symbolic_trace._assert_is_none"),
+                 {out, param.name + " has been specialized to have value None but got another value"}, {});
+    return x;
+  }
+  c10::IValue iv = x.ivalue();
+  std::string shown;  // Python's str(x)
+  if (iv.isBool())
+    shown = iv.toBool() ? "True" : "False";
+  else if (iv.isInt())
+    shown = std::to_string(iv.toInt());
+  else if (iv.isDouble())
+    shown = detail::repr_float(iv.toDouble());
+  else if (iv.isString())
+    shown = iv.toStringRef();
+  else
+    return x;  // torch.fx only warns that it cannot guard other values
+  create_proxy(
+      Op::call_function, Target("torch._assert"),
+      {out == x, param.name + " has been specialized to have value " + shown + " but got another value"}, {});
+  return x;
 }
 
 bool Tracer::is_leaf_module(const Module& m, std::string_view /*qualified_name*/) const {
@@ -152,8 +238,9 @@ Argument Tracer::create_arg(const Value& v) {
 
 Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
                           std::optional<std::string> type) {
-  return graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name),
-                             std::move(type));
+  Node* n = graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
+  if (record_stack_traces) n->set_stack_trace(detail::user_stack_trace());
+  return n;
 }
 
 Value Tracer::create_proxy(Op op, Target target, const std::vector<Value>& args, const ValueKwargs& kwargs,
@@ -170,6 +257,8 @@ Value Tracer::create_proxy(Op op, Target target, const std::vector<Value>& args,
                       this);
 }
 
-std::unique_ptr<Graph> symbolic_trace_graph(Module& root) { return Tracer().trace(root); }
+std::unique_ptr<Graph> symbolic_trace_graph(Module& root, const ConcreteArgs& concrete_args) {
+  return Tracer().trace(root, concrete_args);
+}
 
 }  // namespace fx
