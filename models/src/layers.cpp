@@ -11,6 +11,8 @@ void init_weights(torch::nn::Module& root, ConvInit conv, LinearInit linear) {
       if (conv == ConvInit::none) continue;
       if (conv == ConvInit::kaiming_normal_fan_out_relu)
         torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+      else if (conv == ConvInit::kaiming_normal)
+        torch::nn::init::kaiming_normal_(c->weight);  // nn.init defaults: a=0, fan_in, leaky_relu
       else
         torch::nn::init::kaiming_uniform_(c->weight);  // nn.init defaults: a=0, fan_in, leaky_relu
       if (c->bias.defined()) c->bias.zero_();
@@ -19,7 +21,7 @@ void init_weights(torch::nn::Module& root, ConvInit conv, LinearInit linear) {
       bn->bias.zero_();
     } else if (auto* l = dynamic_cast<nn::Linear*>(m.get())) {
       if (linear == LinearInit::none) continue;
-      l->weight.normal_(0, 0.01);
+      if (linear == LinearInit::normal_0_01) l->weight.normal_(0, 0.01);
       if (l->bias.defined()) l->bias.zero_();
     }
   }

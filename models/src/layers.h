@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,10 +31,30 @@ inline std::shared_ptr<nn::Sequential> sequential(std::vector<std::shared_ptr<Mo
   return make<nn::Sequential>(std::move(modules));
 }
 
+// nn.Sequential(OrderedDict(...)) and subclasses of nn.Sequential that
+// register named children: forward calls the children in order.
+class NamedSequential : public Module {
+ public:
+  explicit NamedSequential(std::string type_name = "torch.nn.Sequential") : Module(std::move(type_name), {"input"}) {}
+  void add(const std::string& name, std::shared_ptr<Module> m) {
+    if (!m) throw Error(type_name() + ": cannot add a null module as '" + name + "'");
+    register_module(name, m);
+    children_.push_back(std::move(m));
+  }
+  Value forward(const std::vector<Value>& args) override {
+    Value x = args[0];
+    for (auto& m : children_) x = (*m)(x);
+    return x;
+  }
+
+ private:
+  std::vector<std::shared_ptr<Module>> children_;
+};
+
 // The init loops of torchvision's constructors (`for m in self.modules(): ...`),
 // applied to every module of `root` of the given kind.
-enum class ConvInit { kaiming_normal_fan_out_relu, kaiming_uniform, none };
-enum class LinearInit { normal_0_01, none };
+enum class ConvInit { kaiming_normal_fan_out_relu, kaiming_normal, kaiming_uniform, none };
+enum class LinearInit { normal_0_01, zero_bias, none };
 void init_weights(torch::nn::Module& root, ConvInit conv, LinearInit linear);
 
 }  // namespace fx::models::detail

@@ -9,6 +9,8 @@
 #include <fx/fx.h>
 #include <fx/graph_module.h>
 #include <fx/models/alexnet.h>
+#include <fx/models/densenet.h>
+#include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/models/shufflenetv2.h>
 #include <fx/models/squeezenet.h>
@@ -76,6 +78,8 @@ std::vector<Case> cases() {
       {"vgg11", [] { return fx::models::vgg11(); }},
       {"squeezenet1_0", [] { return fx::models::squeezenet1_0(); }},
       {"shufflenet_v2_x1_0", [] { return fx::models::shufflenet_v2_x1_0(); }},
+      {"mobilenet_v2", [] { return fx::models::mobilenet_v2(); }},
+      {"densenet121", [] { return fx::models::densenet121(); }},
   };
 }
 

@@ -81,6 +81,8 @@ MODELS = {
     'vgg11': (tvm.vgg11, (1, 3, 64, 64)),
     'squeezenet1_0': (tvm.squeezenet1_0, (1, 3, 64, 64)),
     'shufflenet_v2_x1_0': (tvm.shufflenet_v2_x1_0, (1, 3, 64, 64)),
+    'mobilenet_v2': (tvm.mobilenet_v2, (1, 3, 64, 64)),
+    'densenet121': (tvm.densenet121, (1, 3, 64, 64)),
 }
 
 
