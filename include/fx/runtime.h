@@ -74,6 +74,26 @@ std::string python_type_name(const c10::IValue& v);
 
 using IValueKwargs = std::vector<std::pair<std::string, c10::IValue>>;
 
+// One positional argument of a call site, as known before running: a node's
+// value, read from slot `slot` of the executor's value array (expected to be
+// a tensor), or a constant.
+struct SiteArg {
+  int slot = -1;  // >= 0: a node's value
+  c10::IValue constant;
+};
+
+// A call prepared for one call site by Callable::specialize: the overload is
+// chosen and the constants are converted once, so that a run only reads the
+// node values and calls the kernel (unboxed). Thread-safe.
+class SpecializedCall {
+ public:
+  virtual ~SpecializedCall() = default;
+  // Runs the call on the values in `slots` and stores its result in
+  // `result`. Returns false, having run nothing, when a node value is not a
+  // tensor: the caller then makes the general call(). Errors as call()'s.
+  virtual bool try_call(const c10::IValue* slots, c10::IValue& result) const = 0;
+};
+
 // Something a call_function or call_method node runs. Thread-safe: call()
 // may run concurrently from several threads.
 class Callable {
@@ -82,6 +102,11 @@ class Callable {
   virtual c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const = 0;
   // For messages: the target and what it runs (the ATen schemas or the adapter).
   virtual std::string describe() const;
+  // A faster call for a site with these positional arguments and no keyword
+  // arguments, valid while every node argument is a tensor; nullptr when
+  // this callable has none for them (the site then always uses call()).
+  // Whatever it returns computes exactly what call() computes.
+  virtual std::shared_ptr<const SpecializedCall> specialize(const std::vector<SiteArg>& args) const;
 };
 
 // Resolves a call_function target (`torch.relu`, `operator.add`,

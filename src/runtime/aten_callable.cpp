@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <utility>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
@@ -189,6 +190,85 @@ bool is_out_overload(const c10::FunctionSchema& s) {
   return o == "out" || (o.size() > 4 && o.compare(o.size() - 4, 4, "_out") == 0);
 }
 
+// ---- specialized calls ---------------------------------------------------------
+// A call site whose overload takes only Tensors and Scalars and returns one
+// Tensor (the pointwise ops, most of a traced graph's small calls) runs
+// through the typed (unboxed) dispatcher entry, as C++ code calling at::add
+// does: no argument key, no cache lookup, no stack, no boxing.
+
+// One parameter of the chosen overload: a node's tensor, or a fixed value
+// (a constant argument or the schema default, converted once).
+struct FixedParam {
+  int slot = -1;
+  at::Tensor tensor;
+  at::Scalar scalar;
+};
+
+template <class P>
+P param_value(const FixedParam& p, const c10::IValue* slots);
+template <>
+const at::Tensor& param_value<const at::Tensor&>(const FixedParam& p, const c10::IValue* slots) {
+  return p.slot >= 0 ? slots[p.slot].toTensor() : p.tensor;
+}
+template <>
+const at::Scalar& param_value<const at::Scalar&>(const FixedParam& p, const c10::IValue*) {
+  return p.scalar;
+}
+
+template <class... P>
+class TypedCall final : public SpecializedCall {
+ public:
+  // Throws c10::Error when the operator's kernels have another C++ signature.
+  TypedCall(const std::string& display, const c10::OperatorHandle& op, std::vector<FixedParam> params)
+      : op_(op.typed<at::Tensor(P...)>()),
+        what_(display + " (" + c10::toString(op.schema().operator_name()) + "): "),
+        params_(std::move(params)) {
+    for (const auto& p : params_)
+      if (p.slot >= 0) tensor_slots_.push_back(p.slot);
+  }
+
+  bool try_call(const c10::IValue* slots, c10::IValue& result) const override {
+    for (int s : tensor_slots_)
+      if (!slots[s].isTensor()) return false;
+    try {
+      result = run(slots, std::index_sequence_for<P...>{});
+    } catch (const c10::Error& e) {
+      throw Error(what_ + e.what_without_backtrace());
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(what_ + e.what());
+    }
+    return true;
+  }
+
+ private:
+  template <size_t... I>
+  at::Tensor run(const c10::IValue* slots, std::index_sequence<I...>) const {
+    return op_.call(param_value<P>(params_[I], slots)...);
+  }
+
+  c10::TypedOperatorHandle<at::Tensor(P...)> op_;
+  std::string what_;  // message prefix: the target and the overload
+  std::vector<FixedParam> params_;
+  std::vector<int> tensor_slots_;
+};
+
+using T = const at::Tensor&;
+using S = const at::Scalar&;
+
+// The typed call of `op` for parameters of the kinds in `kinds` ('T', 'S');
+// nullptr for a combination not instantiated here.
+std::shared_ptr<const SpecializedCall> make_typed_call(const std::string& display, const c10::OperatorHandle& op,
+                                                       const std::string& kinds, std::vector<FixedParam> params) {
+  if (kinds == "T") return std::make_shared<TypedCall<T>>(display, op, std::move(params));
+  if (kinds == "TT") return std::make_shared<TypedCall<T, T>>(display, op, std::move(params));
+  if (kinds == "TS") return std::make_shared<TypedCall<T, S>>(display, op, std::move(params));
+  if (kinds == "TTS") return std::make_shared<TypedCall<T, T, S>>(display, op, std::move(params));
+  if (kinds == "TSS") return std::make_shared<TypedCall<T, S, S>>(display, op, std::move(params));
+  return nullptr;
+}
+
 class AtenCallable final : public Callable {
  public:
   AtenCallable(std::string display, std::vector<c10::OperatorHandle> ops, bool method, bool varargs)
@@ -281,6 +361,59 @@ class AtenCallable final : public Callable {
     if (const auto& t = return_types_[static_cast<size_t>(choice / 2)])
       return c10::ivalue::Tuple::createNamed(std::move(stack), t);
     return c10::ivalue::Tuple::create(std::move(stack));
+  }
+
+  // The overload call() would choose for tensors in the node slots and these
+  // constants (the strict pass only), called typed when its parameters are
+  // Tensors and Scalars and it returns one Tensor.
+  std::shared_ptr<const SpecializedCall> specialize(const std::vector<SiteArg>& site) const override {
+    std::vector<c10::IValue> sample;
+    sample.reserve(site.size());
+    for (const auto& a : site) sample.push_back(a.slot >= 0 ? c10::IValue(at::Tensor()) : a.constant);
+    torch::jit::Stack stack;
+    const c10::OperatorHandle* chosen = nullptr;
+    for (const auto& op : ops_) {
+      stack.clear();
+      if (bind_schema(op.schema(), sample, {}, false, &stack)) {
+        chosen = &op;
+        break;
+      }
+    }
+    if (!chosen) return nullptr;
+    const auto& schema = chosen->schema();
+    const auto& params = schema.arguments();
+    if (schema.returns().size() != 1 || schema.returns()[0].type()->kind() != c10::TypeKind::TensorType ||
+        schema.is_vararg() || schema.is_varret() || stack.size() != params.size() || site.size() > params.size())
+      return nullptr;
+    std::string kinds;
+    std::vector<FixedParam> fixed(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].alias_info()) return nullptr;  // in-place and out= overloads stay boxed
+      const bool from_slot = i < site.size() && site[i].slot >= 0;
+      switch (params[i].type()->kind()) {
+        case c10::TypeKind::TensorType:
+          kinds += 'T';
+          if (from_slot)
+            fixed[i].slot = site[i].slot;
+          else if (stack[i].isTensor())
+            fixed[i].tensor = stack[i].toTensor();
+          else
+            return nullptr;
+          break;
+        case c10::TypeKind::NumberType:
+          if (from_slot || !(is_number(stack[i]) || stack[i].isComplexDouble())) return nullptr;
+          kinds += 'S';
+          fixed[i].scalar = stack[i].toScalar();
+          break;
+        default:
+          return nullptr;
+      }
+    }
+    try {
+      return make_typed_call(display_, *chosen, kinds, std::move(fixed));
+    } catch (const c10::Error&) {
+      return nullptr;  // kernels registered with another C++ signature: stay boxed
+    }
   }
 
   std::string describe() const override {

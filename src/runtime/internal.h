@@ -15,6 +15,8 @@
 namespace fx::runtime {
 
 using Fn = std::function<c10::IValue(std::vector<c10::IValue>&, IValueKwargs&)>;
+// An adapter's Callable::specialize (nullptr: none).
+using Specializer = std::function<std::shared_ptr<const SpecializedCall>(const std::vector<SiteArg>&)>;
 
 // ---- the adapter tables ----------------------------------------------------
 // Filled once, at first resolution, by the register_* functions below.
@@ -22,6 +24,7 @@ struct Adapters {
   std::map<std::string, std::shared_ptr<const Callable>, std::less<>> functions;  // by target name
   std::map<std::string, std::shared_ptr<const Callable>, std::less<>> methods;    // by method name
   void function(const std::string& name, Fn fn, std::string description = {});
+  void function(const std::string& name, Fn fn, Specializer specializer);
   void method(const std::string& name, Fn fn, std::string description = {});
 };
 void register_operator_functions(Adapters& a);    // operators.cpp

@@ -235,6 +235,39 @@ c10::IValue tensor_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
   unsupported(o, a, b);
 }
 
+// The ATen op tensor_binop calls when the left operand is a tensor.
+const char* tensor_aten_name(Op op) {
+  switch (op) {
+    case Op::add: return "add";
+    case Op::sub: return "sub";
+    case Op::mul: return "mul";
+    case Op::truediv: return "div";
+    case Op::floordiv: return "floor_divide";
+    case Op::mod: return "remainder";
+    case Op::pow: return "pow";
+    case Op::lshift: return "__lshift__";
+    case Op::rshift: return "__rshift__";
+    case Op::and_: return "__and__";
+    case Op::or_: return "__or__";
+    case Op::xor_: return "__xor__";
+    case Op::matmul: return "matmul";
+    case Op::eq: return "eq";
+    case Op::ne: return "ne";
+    case Op::lt: return "lt";
+    case Op::le: return "le";
+    case Op::gt: return "gt";
+    case Op::ge: return "ge";
+  }
+  return nullptr;
+}
+
+// A site whose left operand is a node: while it holds a tensor, binop is
+// tensor_binop's first branch, the ATen op on (a, b); specialize that.
+std::shared_ptr<const SpecializedCall> specialize_binop(const OpInfo& o, const std::vector<SiteArg>& args) {
+  if (args.size() != 2 || args[0].slot < 0) return nullptr;
+  return resolve_function(std::string("torch.ops.aten.") + tensor_aten_name(o.op))->specialize(args);
+}
+
 c10::IValue make_sequence_like(const c10::IValue& like, std::vector<c10::IValue> items) {
   if (like.isTuple()) return c10::ivalue::Tuple::create(std::move(items));
   c10::impl::GenericList l(like.toList().elementType());
@@ -316,10 +349,13 @@ bool python_equal(const c10::IValue& a, const c10::IValue& b) { return py_equal(
 void register_operator_functions(Adapters& ad) {
   for (const OpInfo& o : kOps) {
     const OpInfo* info = &o;
-    ad.function(std::string("operator.") + o.name, [info](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
-      two_args(info->name, args, kwargs);
-      return binop(*info, args[0], args[1]);
-    });
+    ad.function(
+        std::string("operator.") + o.name,
+        [info](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
+          two_args(info->name, args, kwargs);
+          return binop(*info, args[0], args[1]);
+        },
+        [info](const std::vector<SiteArg>& args) { return specialize_binop(*info, args); });
   }
   // In-place forms: on tensors the in-place ATen op (x += y mutates x), on
   // immutable Python values the plain operator.

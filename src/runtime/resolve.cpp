@@ -9,6 +9,7 @@
 namespace fx {
 
 std::string Callable::describe() const { return "<callable>"; }
+std::shared_ptr<const SpecializedCall> Callable::specialize(const std::vector<SiteArg>&) const { return nullptr; }
 
 namespace runtime {
 
@@ -16,7 +17,11 @@ namespace {
 
 class FnCallable final : public Callable {
  public:
-  FnCallable(std::string description, Fn fn) : description_(std::move(description)), fn_(std::move(fn)) {}
+  FnCallable(std::string description, Fn fn, Specializer specializer = nullptr)
+      : description_(std::move(description)), fn_(std::move(fn)), specializer_(std::move(specializer)) {}
+  std::shared_ptr<const SpecializedCall> specialize(const std::vector<SiteArg>& args) const override {
+    return specializer_ ? specializer_(args) : nullptr;
+  }
   c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const override {
     try {
       return fn_(args, kwargs);
@@ -35,6 +40,7 @@ class FnCallable final : public Callable {
  private:
   std::string description_;
   Fn fn_;
+  Specializer specializer_;
 };
 
 struct Registry {
@@ -129,6 +135,9 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
 
 void Adapters::function(const std::string& name, Fn fn, std::string description) {
   functions[name] = std::make_shared<FnCallable>(description.empty() ? name : std::move(description), std::move(fn));
+}
+void Adapters::function(const std::string& name, Fn fn, Specializer specializer) {
+  functions[name] = std::make_shared<FnCallable>(name, std::move(fn), std::move(specializer));
 }
 void Adapters::method(const std::string& name, Fn fn, std::string description) {
   methods[name] =

@@ -84,6 +84,9 @@ struct GraphModule::Plan {
     Module* module = nullptr;            // call_module
     std::vector<ArgSource> args;
     std::vector<std::pair<std::string, ArgSource>> kwargs;
+    // fn's call specialized to this step's arguments (tried first; nullptr:
+    // none, see Callable::specialize).
+    std::shared_ptr<const SpecializedCall> fast;
     int out = -1;
     std::vector<int> dead;  // slots to free after this step
   };
@@ -259,6 +262,12 @@ void GraphModule::recompile() {
         for (const auto& [k, v] : n->kwargs()) step.kwargs.emplace_back(k, source(v));
         if (n->op() == Op::call_function) step.fn = resolve_function(n->target());
         if (n->op() == Op::call_method) step.fn = resolve_method(n->target().str());
+        if (step.fn && step.kwargs.empty()) {
+          std::vector<SiteArg> site;
+          for (const auto& a : step.args)
+            if (!a.nested) site.push_back(SiteArg{a.slot, a.constant});
+          if (site.size() == step.args.size()) step.fast = step.fn->specialize(site);
+        }
         if (n->op() == Op::call_module) {
           step.module = dynamic_cast<Module*>(get_submodule(n->target().str()));
           if (!step.module)
@@ -299,6 +308,19 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
     if (!step.fn && !step.module) {  // get_attr
       slots[step.out] = step.args[0].constant;
       continue;
+    }
+    if (step.fast) {
+      bool done = false;
+      try {
+        done = step.fast->try_call(slots.data(), slots[step.out]);
+      } catch (const std::exception& e) {
+        throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
+                    "): " + e.what());
+      }
+      if (done) {
+        for (int d : step.dead) slots[d] = c10::IValue();
+        continue;
+      }
     }
     std::vector<c10::IValue> args;
     args.reserve(step.args.size());
