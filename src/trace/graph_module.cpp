@@ -238,6 +238,7 @@ void GraphModule::recompile() {
     return s;
   };
   const auto dies_at = detail::last_uses(*graph_);  // to free values early
+  std::optional<torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>> modules;
   for (Node* n : order) {
     try {
       switch (n->op()) {
@@ -269,7 +270,9 @@ void GraphModule::recompile() {
           if (site.size() == step.args.size()) step.fast = step.fn->specialize(site);
         }
         if (n->op() == Op::call_module) {
-          step.module = dynamic_cast<Module*>(get_submodule(n->target().str()));
+          if (!modules) modules = named_modules("", /*include_self=*/false);  // once: a lookup per node is O(n)
+          const auto* found = modules->find(n->target().str());
+          step.module = found ? dynamic_cast<Module*>(found->get()) : nullptr;
           if (!step.module)
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
         }
