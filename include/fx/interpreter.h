@@ -32,7 +32,8 @@ class Interpreter {
   virtual ~Interpreter() = default;
 
   // Runs the graph on `args` (one per placeholder; missing trailing ones take
-  // the placeholder's default) and returns the output value.
+  // the placeholder's default) and returns the output value. An error in a
+  // node is rethrown with "While executing <the node>" added, as torch.fx does.
   Value run(std::vector<Value> args);
   // Runs one node: fetches its arguments from the environment and calls the
   // method of its opcode.
@@ -59,6 +60,8 @@ class Interpreter {
   Value load_arg(const Argument& a) const;
 
  private:
+  Value run_node_naming_it(Node* n);
+
   GraphModule& module_;
   bool garbage_collect_;
   std::vector<Value> pending_args_;  // run()'s inputs, consumed by placeholder()

@@ -64,7 +64,7 @@ Value Interpreter::run(std::vector<Value> args) {
   std::unordered_map<const Node*, std::vector<const Node*>> dies_at;
   if (garbage_collect_) dies_at = detail::last_uses(g);
   for (Node* n : g.nodes()) {
-    Value v = run_node(n);
+    Value v = run_node_naming_it(n);
     if (n->op() == Op::output) return v;
     env[n] = std::move(v);
     if (garbage_collect_) {
@@ -74,6 +74,18 @@ Value Interpreter::run(std::vector<Value> args) {
     }
   }
   throw Error("interpreter: the graph has no output node");
+}
+
+// torch.fx's run adds "While executing <node>" to any error; a TraceError
+// stays one, so data-dependent control flow is still recognisable.
+Value Interpreter::run_node_naming_it(Node* n) {
+  try {
+    return run_node(n);
+  } catch (const TraceError& e) {
+    throw TraceError(std::string(e.what()) + "\n\nWhile executing " + n->format_node());
+  } catch (const std::exception& e) {
+    throw Error(std::string(e.what()) + "\n\nWhile executing " + n->format_node());
+  }
 }
 
 Value Interpreter::run_node(Node* n) {
