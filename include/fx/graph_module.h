@@ -17,18 +17,62 @@
 #include <fx/runtime.h>
 #include <fx/tracer.h>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace fx {
 
 class GraphModule : public Module, public OwningModule {
  public:
-  // Takes the graph; copies what it refers to from `root`. Throws fx::Error
-  // naming the node whose target `root` lacks, and anything recompile throws.
+  // Takes the graph; copies what it refers to from `root`, and root's
+  // training flag. Throws fx::Error naming the node whose target `root`
+  // lacks, and anything recompile throws.
   GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string class_name = "GraphModule");
+
+  // What a GraphModule can be made of instead of a root module (torch.fx's
+  // `GraphModule(root: Dict[str, Any], graph)`): a submodule, a tensor (a
+  // buffer, as torch.fx registers a tensor that is not an nn.Parameter) or a
+  // parameter (Attr::parameter(t), Python's nn.Parameter).
+  class Attr {
+   public:
+    template <class M>
+    requires std::is_base_of_v<torch::nn::Module, M> Attr(std::shared_ptr<M> m) : module_(std::move(m)) {}
+    Attr(at::Tensor t) : tensor_(std::move(t)) {}
+    static Attr parameter(at::Tensor t) {
+      Attr a(std::move(t));
+      a.is_parameter_ = true;
+      return a;
+    }
+    const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
+    const at::Tensor& tensor() const { return tensor_; }
+    bool is_parameter() const { return is_parameter_; }
+
+   private:
+    std::shared_ptr<torch::nn::Module> module_;
+    at::Tensor tensor_;
+    bool is_parameter_ = false;
+  };
+  // Each get_attr/call_module target is looked up as a whole in `root` (keys
+  // are dotted paths; the levels between are made as empty containers) and
+  // shared. Throws fx::Error naming the node whose target `root` lacks.
+  GraphModule(const std::map<std::string, Attr>& root, std::unique_ptr<Graph> graph,
+              std::string class_name = "GraphModule");
   ~GraphModule() override;
+
+  // Python's copy.deepcopy(gm): a GraphModule of the same class name with its
+  // own copy of the graph (same code) and of every submodule, parameter,
+  // buffer and tensor attribute (own storage; aliases stay aliases). A
+  // submodule is copied with its clone(); one whose class does not implement
+  // clone() gives an fx::Error naming its path.
+  std::unique_ptr<GraphModule> deepcopy() const;
+  // torch::nn::Module's deep copy, so that a GraphModule nested in another
+  // module copies too: deepcopy(), with every tensor on `device` if given.
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
 
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }
@@ -63,6 +107,8 @@ class GraphModule : public Module, public OwningModule {
   // forward on the graph's own (flat) inputs.
   Value run_flat(const std::vector<Value>& args);
   void copy_attr(Module& root, const std::string& path, bool is_module);
+  void assign_attr(const std::string& path, const Attr& value);
+  std::unique_ptr<GraphModule> copy_to(const c10::optional<c10::Device>& device) const;
 
   std::unique_ptr<Graph> graph_;
   std::string code_;

@@ -6,7 +6,9 @@
 
 #include "last_uses.h"
 
+#include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 namespace fx {
 
@@ -103,6 +105,7 @@ GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string
     : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
       graph_(std::move(graph)) {
   if (!graph_) throw Error("GraphModule: the graph is null");
+  train(root.is_training());  // torch.fx: self.training = root.training (no children yet: only this flag)
   for (Node* n : graph_->nodes())
     if (n->op() == Op::get_attr || n->op() == Op::call_module)
       copy_attr(root, n->target().str(), n->op() == Op::call_module);
@@ -110,8 +113,167 @@ GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string
   recompile();
 }
 
+GraphModule::GraphModule(const std::map<std::string, Attr>& root, std::unique_ptr<Graph> graph,
+                         std::string class_name)
+    : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
+      graph_(std::move(graph)) {
+  if (!graph_) throw Error("GraphModule: the graph is null");
+  std::vector<const std::string*> targets;  // each once (interned: the strings outlive this loop)
+  std::unordered_set<std::string_view> seen;
+  for (Node* n : graph_->nodes()) {
+    if (n->op() != Op::get_attr && n->op() != Op::call_module) continue;
+    const std::string& target = n->target().str();
+    if (!root.count(target))
+      throw Error("GraphModule: node '" + n->name() + "' (" + std::string(op_name(n->op())) +
+                  ") refers to target '" + target +
+                  "', but the map given as root has no entry for it; add one under '" + target + "'");
+    if (seen.insert(target).second) targets.push_back(&target);
+  }
+  // Shallower paths first, so that assigning `foo` cannot replace what
+  // `foo.bar` put there (torch.fx sorts the same way).
+  auto depth = [](const std::string* t) { return std::count(t->begin(), t->end(), '.'); };
+  std::stable_sort(targets.begin(), targets.end(),
+                   [&](const std::string* a, const std::string* b) { return depth(a) < depth(b); });
+  for (const std::string* target : targets) assign_attr(*target, root.at(*target));
+  graph_->set_owning_module(this);
+  recompile();
+}
+
 GraphModule::~GraphModule() {
   if (graph_) graph_->set_owning_module(nullptr);
+}
+
+// FX's _assign_attr: put `value` at `path`, creating containers on the way.
+void GraphModule::assign_attr(const std::string& path, const Attr& value) {
+  if (value.module()) {
+    add_submodule(path, value.module());
+    return;
+  }
+  if (!value.tensor().defined()) throw Error("GraphModule: the tensor given for '" + path + "' is undefined");
+  auto [parent_path, name] = split_path(path);
+  torch::nn::Module* parent = this;
+  if (!parent_path.empty()) {
+    parent = get_submodule(parent_path);
+    if (!parent) {
+      add_submodule(parent_path, std::make_shared<Container>());
+      parent = get_submodule(parent_path);
+    }
+  }
+  if (auto existing = tensor_of(*parent, name)) {
+    if (existing->is_same(value.tensor())) return;  // the module given for a shorter path has it already
+    throw Error("GraphModule: '" + path + "' is given in the map, but the module at '" + parent_path +
+                "' already has another tensor named '" + name + "'; give one of the two");
+  }
+  if (child_of(parent, name))
+    throw Error("GraphModule: '" + path + "' is given as a tensor, but '" + path +
+                "' is already a submodule");
+  if (value.is_parameter())
+    parent->register_parameter(name, value.tensor(), value.tensor().requires_grad());
+  else
+    parent->register_buffer(name, value.tensor());
+}
+
+// ---- deep copy -----------------------------------------------------------------
+
+namespace {
+
+std::string type_of(const torch::nn::Module& m) {
+  const auto* fm = dynamic_cast<const Module*>(&m);
+  return fm ? fm->type_name() : m.name();
+}
+
+// Python's copy.deepcopy with its memo: an object reached twice is copied
+// once, so aliases (tied weights, a module at two paths) stay aliases.
+class DeepCopier {
+ public:
+  explicit DeepCopier(const c10::optional<c10::Device>& device) : device_(device) {}
+
+  // Own storage, same requires_grad (Tensor/Parameter.__deepcopy__).
+  at::Tensor tensor(const at::Tensor& t) {
+    if (!t.defined()) return t;
+    auto [it, fresh] = tensors_.try_emplace(t.unsafeGetTensorImpl());
+    if (fresh) {
+      torch::NoGradGuard no_grad;
+      at::Tensor copy = device_ ? t.detach().to(t.options().device(*device_), /*non_blocking=*/false,
+                                                /*copy=*/true)
+                                : t.detach().clone();
+      it->second = copy.set_requires_grad(t.requires_grad());
+    }
+    return it->second;
+  }
+
+  // The parameters, buffers and tensor attributes of `from`, copied onto `to`.
+  void copy_tensors(const torch::nn::Module& from, Module& to) {
+    for (const auto& p : from.named_parameters(false))
+      to.register_parameter(p.key(), tensor(p.value()), p.value().defined() && p.value().requires_grad());
+    for (const auto& b : from.named_buffers(false)) to.register_buffer(b.key(), tensor(b.value()));
+    if (const auto* fm = dynamic_cast<const Module*>(&from))
+      for (const auto& [name, t] : fm->attributes()) to.register_attribute(name, tensor(t));
+  }
+
+  // A container made for dotted paths is rebuilt here; any other module
+  // copies itself with clone().
+  std::shared_ptr<torch::nn::Module> module(const std::shared_ptr<torch::nn::Module>& m,
+                                            const std::string& path) {
+    if (auto it = modules_.find(m.get()); it != modules_.end()) return it->second;
+    std::shared_ptr<torch::nn::Module> copy;
+    if (dynamic_cast<const Container*>(m.get())) {
+      auto c = std::make_shared<Container>();
+      c->train(m->is_training());  // before the children: only this flag
+      copy_tensors(*m, *c);
+      for (const auto& child : m->named_children())
+        c->register_module(child.key(), module(child.value(), path + "." + child.key()));
+      copy = c;
+    } else {
+      auto fail = [&](const std::string& why) {
+        return Error("GraphModule.deepcopy: the submodule at '" + path + "' (" + type_of(*m) +
+                     ") cannot be copied: " + why +
+                     " (its class needs a clone() override: construct a new instance with the same "
+                     "configuration and call fx::Module::copy_state_from)");
+      };
+      try {
+        copy = m->clone(device_);
+      } catch (const c10::Error& e) {
+        throw fail(e.what_without_backtrace());
+      } catch (const std::exception& e) {
+        throw fail(e.what());
+      }
+      if (!copy) throw fail("its clone() returned null");
+    }
+    modules_.emplace(m.get(), copy);
+    return copy;
+  }
+
+ private:
+  c10::optional<c10::Device> device_;
+  std::unordered_map<const void*, at::Tensor> tensors_;  // TensorImpl* -> its copy
+  std::unordered_map<const torch::nn::Module*, std::shared_ptr<torch::nn::Module>> modules_;
+};
+
+}  // namespace
+
+// torch.fx's __deepcopy__: a stand-in root holding copies of everything,
+// then a GraphModule made from it and a copy of the graph.
+std::unique_ptr<GraphModule> GraphModule::copy_to(const c10::optional<c10::Device>& device) const {
+  DeepCopier copier(device);
+  Container root;
+  root.train(is_training());  // the copy takes it from the root
+  copier.copy_tensors(*this, root);
+  for (const auto& child : named_children())
+    root.register_module(child.key(), copier.module(child.value(), child.key()));
+  auto graph = std::make_unique<Graph>();
+  std::unordered_map<const Node*, Node*> val_map;
+  const Node* src_output = nullptr;
+  Argument result = graph->graph_copy(*graph_, val_map, &src_output);
+  if (src_output) graph->output(result, src_output->type());
+  graph->set_pytree_info(graph_->pytree_info());  // as Graph.__deepcopy__ copies the codegen
+  return std::make_unique<GraphModule>(root, std::move(graph), type_name());
+}
+
+std::unique_ptr<GraphModule> GraphModule::deepcopy() const { return copy_to(c10::nullopt); }
+
+std::shared_ptr<torch::nn::Module> GraphModule::clone(const c10::optional<c10::Device>& device) const {
+  return std::shared_ptr<GraphModule>(copy_to(device));
 }
 
 torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
