@@ -13,5 +13,6 @@
 #include <fx/runtime.h>
 #include <fx/target.h>
 #include <fx/tracer.h>
+#include <fx/transformer.h>
 #include <fx/value.h>
 #include <fx/wrap.h>

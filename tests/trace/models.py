@@ -158,3 +158,55 @@ MODELS = {
     'paired_ph': (Paired, None),
     'paired_mixed': (Paired, None),
 }
+
+
+# ---- torch.fx.Transformer: transformer_test.cpp's rewrites of symbolic_trace(model) ----
+
+class NegSigmoid(nn.Module):  # the Transformer docstring's example
+    def forward(self, x):
+        return torch.sigmoid(x).neg()
+
+
+class Mixed(nn.Module):  # leaf modules, a parameter, buffers, a constant, a dotted get_attr, a default
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.w = nn.Parameter(torch.rand(4))
+        self.register_buffer('scale', torch.ones(4))
+        self.offset = torch.zeros(4)
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x, k=2.0):
+        y = self.linear(x) * self.w + self.scale
+        y = self.seq(y) - self.scale + self.offset
+        z = torch.matmul(y, self.linear.weight)
+        return (z * k, y.sum(dim=-1))
+
+
+class ReluToGelu(torch.fx.Transformer):  # the FX tutorial's relu -> gelu, as a Transformer
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return F.gelu(*args, **kwargs)
+        return super().call_function(target, args, kwargs)
+
+
+class NegSigmoidSwap(torch.fx.Transformer):
+    def call_function(self, target, args, kwargs):
+        if target is torch.sigmoid:
+            return torch.neg(*args, **kwargs)
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == 'neg':
+            return args[0].sigmoid(*args[1:], **kwargs)
+        return super().call_method(target, args, kwargs)
+
+
+# name -> (model, Transformer subclass) for oracle.py's transformed modules.
+TRANSFORMS = {
+    'xform_relu_to_gelu': (SimpleNet, ReluToGelu),
+    'xform_neg_sigmoid_swap': (NegSigmoid, NegSigmoidSwap),
+    'xform_identity_mixed': (Mixed, torch.fx.Transformer),
+    'xform_identity_attributes': (Attributes, torch.fx.Transformer),
+    'xform_identity_basic_block': (BasicBlock, torch.fx.Transformer),
+}

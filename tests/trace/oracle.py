@@ -19,6 +19,7 @@ except ImportError:
 
 import normalizations  # noqa: E402
 from models import CONCRETE_ARGS, MODELS  # noqa: E402
+from models import TRANSFORMS  # noqa: E402
 
 
 def functional_targets():
@@ -27,6 +28,17 @@ def functional_targets():
     import torch.nn.functional as F
     kinds = (types.FunctionType, types.BuiltinFunctionType)
     return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
+
+
+def transformed(pairs):
+    """The GraphModule each TRANSFORMS entry's Transformer makes of symbolic_trace(model)."""
+    out = {}
+    for name, (cls, transformer_cls) in TRANSFORMS.items():
+        torch.manual_seed(0)
+        gm = transformer_cls(torch.fx.symbolic_trace(cls())).transform()
+        out[name] = {key: normalizations.apply(text, pairs)
+                     for key, text in (('graph', str(gm.graph)), ('code', gm.code), ('str', str(gm)))}
+    return out
 
 
 def main():
@@ -43,6 +55,7 @@ def main():
             'code': normalizations.apply(gm.code, pairs),
             'str': normalizations.apply(str(gm), pairs),
         }
+    out.update(transformed(pairs))
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1, sort_keys=True)
 
