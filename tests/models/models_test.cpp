@@ -15,6 +15,7 @@
 #include <fx/models/shufflenetv2.h>
 #include <fx/models/squeezenet.h>
 #include <fx/models/vgg.h>
+#include <fx/models/vision_transformer.h>
 #include <fx/nn/pooling.h>
 #include <fx/state_dict.h>
 #include <gtest/gtest.h>
@@ -80,6 +81,7 @@ std::vector<Case> cases() {
       {"shufflenet_v2_x1_0", [] { return fx::models::shufflenet_v2_x1_0(); }},
       {"mobilenet_v2", [] { return fx::models::mobilenet_v2(); }},
       {"densenet121", [] { return fx::models::densenet121(); }},
+      {"vit", [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10); }},
   };
 }
 

@@ -71,6 +71,16 @@ class Pooling(torch.nn.Module):
                           self.max1(s).flatten(1), self.adaptive1(s).flatten(1)], 1)
 
 
+def vit():
+    """A small torchvision VisionTransformer. Its head is zero-initialized, which
+    would make every output 0: give it weights, so the outputs say something."""
+    model = tvm.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+                                  num_classes=10)
+    torch.nn.init.normal_(model.heads.head.weight, std=0.1)
+    torch.nn.init.normal_(model.heads.head.bias, std=0.1)
+    return model
+
+
 # name -> (builder, input shape). Inputs are as small as the models allow:
 # 64x64 leaves alexnet's and vgg's features at least 1x1 before their adaptive pools.
 MODELS = {
@@ -83,6 +93,7 @@ MODELS = {
     'shufflenet_v2_x1_0': (tvm.shufflenet_v2_x1_0, (1, 3, 64, 64)),
     'mobilenet_v2': (tvm.mobilenet_v2, (1, 3, 64, 64)),
     'densenet121': (tvm.densenet121, (1, 3, 64, 64)),
+    'vit': (vit, (2, 3, 32, 32)),
 }
 
 
