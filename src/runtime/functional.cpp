@@ -607,12 +607,12 @@ void register_functional(Adapters& ad) {
               ": NotImplementedError: embedding_bag: per_sample_weights was not None. per_sample_weights is "
               "only supported for mode='sum' (got mode='" +
               mode + "'). Please open a feature request on GitHub.");
-        int64_t padding_idx = -1;
+        c10::optional<int64_t> padding_idx;  // ATen's -1 would be a real (last) row
         if (!a[10].isNone()) {
           padding_idx = to_int(fn, a[10]);
-          if (padding_idx >= weight.size(0) || padding_idx < -weight.size(0))
+          if (*padding_idx >= weight.size(0) || *padding_idx < -weight.size(0))
             throw Error(fn + ": padding_idx must be within the number of embeddings");
-          if (padding_idx < 0) padding_idx += weight.size(0);
+          if (*padding_idx < 0) *padding_idx += weight.size(0);
         }
         if (!a[3].isNone()) {
           at::NoGradGuard no_grad;

@@ -403,6 +403,10 @@ class Unpickler {
              std::to_string(storage.numel()));
       return tensor(at::empty({0}, storage.options()).set_(storage.storage(), offset, size, stride));
     }
+    if (name == "torch.jit._pickle.restore_type_tag") {  // (value, type string): LibTorch's typed containers
+      if (args.empty()) fail(name + " without arguments");
+      return args[0];
+    }
     if (name == "torch._utils._rebuild_parameter") {  // (data, requires_grad, backward_hooks)
       if (args.empty()) fail(name + " without arguments");
       return tensor(expect(args[0], Obj::kTensor, name.c_str())->tensor);

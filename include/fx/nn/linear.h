@@ -39,4 +39,17 @@ class NonDynamicallyQuantizableLinear : public Linear {
   ModulePtr clone(const OptionalDevice& device = c10::nullopt) const override;
 };
 
+// torch.nn.Bilinear(in1_features, in2_features, out_features, bias=True):
+// forward(input1, input2) = F.bilinear(input1, input2, weight, bias), weight
+// (out, in1, in2), all uniform in +-1/sqrt(in1_features).
+class Bilinear : public StandardModule {
+ public:
+  Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true);
+  std::string extra_repr() const override;
+  Value forward(const std::vector<Value>& args) override;
+  ModulePtr clone(const OptionalDevice& device = c10::nullopt) const override;
+  int64_t in1_features, in2_features, out_features;
+  at::Tensor weight, bias;
+};
+
 }  // namespace fx::nn

@@ -88,8 +88,8 @@ Value MultiheadAttention::forward(const std::vector<Value>& args) {
   kwargs.emplace_back("average_attn_weights", args[6]);
   Value result = fx::call_function("torch.nn.functional.multi_head_attention_forward", std::move(pos),
                                    std::move(kwargs));
-  if (transpose) return Value::tuple({result[0].transpose(1, 0), result[1]});
-  return result;
+  Value output = result[0], weights = result[1];
+  return Value::tuple({transpose ? output.transpose(1, 0) : output, weights});
 }
 
 ModulePtr MultiheadAttention::clone(const OptionalDevice& device) const {

@@ -56,4 +56,33 @@ ModulePtr NonDynamicallyQuantizableLinear::clone(const OptionalDevice& device) c
       device);
 }
 
+Bilinear::Bilinear(int64_t in1, int64_t in2, int64_t out, bool with_bias)
+    : StandardModule("torch.nn.Bilinear", {"input1", "input2"}),
+      in1_features(in1),
+      in2_features(in2),
+      out_features(out) {
+  if (in1 < 0 || in2 < 0 || out < 0) throw Error("torch.nn.Bilinear: feature sizes must not be negative");
+  weight = register_parameter("weight", torch::empty({out, in1, in2}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  // Bilinear.reset_parameters
+  const double bound = in1 > 0 ? 1.0 / std::sqrt(static_cast<double>(in1)) : 0.0;
+  torch::NoGradGuard no_grad;
+  torch::nn::init::uniform_(weight, -bound, bound);
+  if (bias.defined()) torch::nn::init::uniform_(bias, -bound, bound);
+}
+
+Value Bilinear::forward(const std::vector<Value>& args) {
+  return fx::call("torch.nn.functional.bilinear", args[0], args[1], Value(weight), optional_tensor(bias));
+}
+
+std::string Bilinear::extra_repr() const {
+  return "in1_features=" + std::to_string(in1_features) + ", in2_features=" + std::to_string(in2_features) +
+         ", out_features=" + std::to_string(out_features) + ", bias=" + py_bool(bias.defined());
+}
+
+ModulePtr Bilinear::clone(const OptionalDevice& device) const {
+  return finish_clone(std::make_shared<Bilinear>(in1_features, in2_features, out_features, bias.defined()),
+                      *this, device);
+}
+
 }  // namespace fx::nn
