@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every fxcpp test: first the unit, runtime and
-# tracing tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
+# and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
 # full suite (with the torch.fx 1.13 conformance and packaging tests) on a
 # release build.
 set -euo pipefail
@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 
-echo "== sanitizer build (ASan + UBSan): unit, runtime and tracing tests"
+echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing and fx::nn tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON \
   -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build-asan -j"$jobs" --target fx_unit_tests fx_runtime_tests fx_runtime_oracle_test fx_trace_tests
-ctest --test-dir build-asan -L "unit|runtime|trace" --output-on-failure -j"$jobs"
+cmake --build build-asan -j"$jobs" --target fx_unit_tests fx_runtime_tests fx_runtime_oracle_test fx_trace_tests \
+  fx_nn_tests
+ctest --test-dir build-asan -L "unit|runtime|trace|nn" --output-on-failure -j"$jobs"
 
 echo "== release build: all tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFXCPP_WERROR=ON >/dev/null
