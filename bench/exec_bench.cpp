@@ -1,0 +1,275 @@
+// Benchmarks of running and tracing: fxcpp against LibTorch called by hand
+// (in this file) and against torch.fx / TorchScript (fx_exec_bench.py, run
+// beside it by run_exec_bench.sh, which prints the ratios).
+//
+// Execution overhead: one graph of N tiny ops on a 4x4 float tensor x, a
+// chain prev = op(prev, ...) cycling through ten ops that mix the three kinds
+// of targets a traced graph holds:
+//   torch.add(prev, x)      operator.mul(prev, 0.5)   torch.relu(prev)
+//   prev.neg()              torch.sigmoid(prev)       operator.add(prev, x)
+//   prev.mul(x)             torch.neg(prev)           prev.relu()
+//   prev.sigmoid()
+// (the values stay in (-1, 2): no overflow, no denormals). Timed:
+//   exec_handwritten   the same ATen calls written out in C++ (the floor)
+//   exec_graph_module  fx::GraphModule::run on the compiled plan
+//   exec_interpreter   fx::Interpreter, node by node (for reference)
+// Each checks once, before timing, that it computes what the handwritten
+// chain computes.
+//
+// Tracing: an MLP of N layers, each fx::nn::Linear(8, 8) then fx::nn::ReLU,
+// in an fx::nn::Sequential (torch.nn.Sequential in the Python original):
+//   trace_mlp           fx::Tracer().trace(model): the graph only
+//   symbolic_trace_mlp  fx::symbolic_trace(model): graph + GraphModule
+//                       (attributes, code, compiled plan)
+// and torchvision's resnet50 (fx::models::resnet50, the port in models/):
+//   trace_resnet50, symbolic_trace_resnet50 (N = 1: one model)
+// Building the models is outside the timed region.
+
+#include <benchmark/benchmark.h>
+#include <fx/fx.h>
+#include <fx/models/resnet.h>
+#include <fx/nn.h>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kOps = 10;
+
+// The chain of N ops as a graph: placeholder x, N nodes, output.
+std::unique_ptr<fx::Graph> build_exec_graph(int64_t n) {
+  static const fx::Target torch_add("torch.add"), torch_relu("torch.relu"), torch_sigmoid("torch.sigmoid"),
+      torch_neg("torch.neg"), op_mul("operator.mul"), op_add("operator.add");
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* prev = x;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (i % kOps) {
+      case 0:
+        prev = g->call_function(torch_add, {prev, x});
+        break;
+      case 1:
+        prev = g->call_function(op_mul, {prev, 0.5});
+        break;
+      case 2:
+        prev = g->call_function(torch_relu, {prev});
+        break;
+      case 3:
+        prev = g->call_method("neg", {prev});
+        break;
+      case 4:
+        prev = g->call_function(torch_sigmoid, {prev});
+        break;
+      case 5:
+        prev = g->call_function(op_add, {prev, x});
+        break;
+      case 6:
+        prev = g->call_method("mul", {prev, x});
+        break;
+      case 7:
+        prev = g->call_function(torch_neg, {prev});
+        break;
+      case 8:
+        prev = g->call_method("relu", {prev});
+        break;
+      case 9:
+        prev = g->call_method("sigmoid", {prev});
+        break;
+    }
+  }
+  g->output(prev);
+  return g;
+}
+
+// The same chain as a C++ programmer writes it against LibTorch. The
+// ten-op body is written out; the loop over it costs a counter.
+at::Tensor handwritten(const at::Tensor& x, int64_t n) {
+  at::Tensor prev = x;
+  int64_t i = 0;
+  for (; i + kOps <= n; i += kOps) {
+    prev = at::add(prev, x);
+    prev = prev * 0.5;
+    prev = at::relu(prev);
+    prev = prev.neg();
+    prev = at::sigmoid(prev);
+    prev = prev + x;
+    prev = prev.mul(x);
+    prev = at::neg(prev);
+    prev = prev.relu();
+    prev = prev.sigmoid();
+  }
+  if (i != n) throw std::runtime_error("handwritten: N must be a multiple of 10");
+  return prev;
+}
+
+at::Tensor input() {
+  torch::manual_seed(0);
+  return torch::rand({4, 4}) * 2 - 1;
+}
+
+// The root a GraphModule copies attributes from: the chain has none.
+class EmptyRoot final : public fx::Module {
+ public:
+  EmptyRoot() : fx::Module("Chain", {"x"}) {}
+  fx::Value forward(const std::vector<fx::Value>&) override {
+    throw fx::Error("EmptyRoot has no forward of its own");
+  }
+};
+
+std::unique_ptr<fx::GraphModule> exec_module(int64_t n) {
+  EmptyRoot root;
+  return std::make_unique<fx::GraphModule>(root, build_exec_graph(n), "Chain");
+}
+
+bool same_as_handwritten(const at::Tensor& got, const at::Tensor& x, int64_t n) {
+  return got.defined() && torch::equal(got, handwritten(x, n));
+}
+
+void set_counters(benchmark::State& state) {
+  state.counters["N"] = static_cast<double>(state.range(0));
+  state.counters["ns_per_op"] =
+      benchmark::Counter(static_cast<double>(state.range(0)),
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_exec_handwritten(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  at::Tensor x = input();
+  for (auto _ : state) {
+    at::Tensor y = handwritten(x, n);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  set_counters(state);
+}
+
+void BM_exec_graph_module(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  at::Tensor x = input();
+  auto gm = exec_module(n);
+  if (!same_as_handwritten(gm->run({x}).toTensor(), x, n))
+    state.SkipWithError("GraphModule computed another result");
+  for (auto _ : state) {
+    c10::IValue y = gm->run({x});
+    benchmark::DoNotOptimize(y.toTensor().data_ptr());
+  }
+  set_counters(state);
+}
+
+void BM_exec_interpreter(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  at::Tensor x = input();
+  auto gm = exec_module(n);
+  fx::Interpreter interp(*gm);
+  if (!same_as_handwritten(interp.run({fx::Value(x)}).tensor(), x, n))
+    state.SkipWithError("Interpreter computed another result");
+  for (auto _ : state) {
+    fx::Value y = interp.run({fx::Value(x)});
+    benchmark::DoNotOptimize(y.tensor().data_ptr());
+  }
+  set_counters(state);
+}
+
+// ---- tracing ------------------------------------------------------------------
+
+std::shared_ptr<fx::nn::Sequential> mlp(int64_t layers) {
+  static std::map<int64_t, std::shared_ptr<fx::nn::Sequential>> built;  // built once per size
+  auto& m = built[layers];
+  if (!m) {
+    m = std::make_shared<fx::nn::Sequential>();
+    for (int64_t i = 0; i < layers; ++i) {
+      m->append(std::make_shared<fx::nn::Linear>(8, 8));
+      m->append(std::make_shared<fx::nn::ReLU>());
+    }
+  }
+  return m;
+}
+
+void set_layer_counters(benchmark::State& state) {
+  state.counters["N"] = static_cast<double>(state.range(0));
+  state.counters["ns_per_layer"] =
+      benchmark::Counter(static_cast<double>(state.range(0)),
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_trace_mlp(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  auto model = mlp(n);
+  for (auto _ : state) {
+    fx::Tracer tracer;
+    auto g = tracer.trace(*model);
+    if (g->size() != static_cast<size_t>(2 * n + 2)) state.SkipWithError("wrong node count");
+    state.PauseTiming();  // the graph is destroyed outside the timed region
+    g.reset();
+    state.ResumeTiming();
+  }
+  set_layer_counters(state);
+}
+
+void BM_symbolic_trace_mlp(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  auto model = mlp(n);
+  for (auto _ : state) {
+    auto gm = fx::symbolic_trace(*model);
+    if (gm->graph().size() != static_cast<size_t>(2 * n + 2)) state.SkipWithError("wrong node count");
+    state.PauseTiming();
+    gm.reset();
+    state.ResumeTiming();
+  }
+  set_layer_counters(state);
+}
+
+void BM_trace_resnet50(benchmark::State& state) {
+  static const auto model = fx::models::resnet50();
+  for (auto _ : state) {
+    fx::Tracer tracer;
+    auto g = tracer.trace(*model);
+    benchmark::DoNotOptimize(g->size());
+    state.PauseTiming();
+    g.reset();
+    state.ResumeTiming();
+  }
+}
+
+void BM_symbolic_trace_resnet50(benchmark::State& state) {
+  static const auto model = fx::models::resnet50();
+  for (auto _ : state) {
+    auto gm = fx::symbolic_trace(*model);
+    benchmark::DoNotOptimize(gm->graph().size());
+    state.PauseTiming();
+    gm.reset();
+    state.ResumeTiming();
+  }
+}
+
+BENCHMARK(BM_exec_handwritten)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_exec_graph_module)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_exec_interpreter)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_trace_mlp)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_symbolic_trace_mlp)->Arg(1000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_symbolic_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // symbolic_trace of the 10k-layer MLP takes over a minute (GraphModule's
+  // constructor is quadratic in the number of submodules, see
+  // docs/benchmarks.md): only with FXCPP_BENCH_SLOW=1.
+  if (const char* slow = std::getenv("FXCPP_BENCH_SLOW"); slow && std::string(slow) == "1")
+    benchmark::RegisterBenchmark("BM_symbolic_trace_mlp", BM_symbolic_trace_mlp)
+        ->Arg(10000)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
