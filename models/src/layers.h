@@ -23,8 +23,8 @@ inline std::shared_ptr<nn::Conv2d> conv2d(int64_t in, int64_t out, int64_t k, in
                                           int64_t padding = 0, int64_t groups = 1, bool bias = true,
                                           int64_t dilation = 1) {
   return make<nn::Conv2d>(in, out, std::vector<int64_t>{k, k}, std::vector<int64_t>{stride, stride},
-                          std::vector<int64_t>{padding, padding}, std::vector<int64_t>{dilation, dilation}, groups,
-                          bias);
+                          std::vector<int64_t>{padding, padding}, std::vector<int64_t>{dilation, dilation},
+                          groups, bias);
 }
 
 inline std::shared_ptr<nn::Sequential> sequential(std::vector<std::shared_ptr<Module>> modules) {
@@ -35,7 +35,8 @@ inline std::shared_ptr<nn::Sequential> sequential(std::vector<std::shared_ptr<Mo
 // register named children: forward calls the children in order.
 class NamedSequential : public Module {
  public:
-  explicit NamedSequential(std::string type_name = "torch.nn.Sequential") : Module(std::move(type_name), {"input"}) {}
+  explicit NamedSequential(std::string type_name = "torch.nn.Sequential")
+      : Module(std::move(type_name), {"input"}) {}
   void add(const std::string& name, std::shared_ptr<Module> m) {
     if (!m) throw Error(type_name() + ": cannot add a null module as '" + name + "'");
     register_module(name, m);

@@ -44,15 +44,16 @@ InvertedResidual::InvertedResidual(int64_t inp, int64_t oup, int64_t stride_, in
     : Module("InvertedResidual", {"x"}), stride(stride_), out_channels(oup) {
   annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
   annotate("return", "torch.Tensor");
-  if (stride != 1 && stride != 2) throw Error("InvertedResidual: stride should be 1 or 2 insted of " +
-                                              std::to_string(stride));
+  if (stride != 1 && stride != 2)
+    throw Error("InvertedResidual: stride should be 1 or 2 insted of " + std::to_string(stride));
   // int(round(inp * expand_ratio)) of ints is exact.
   const int64_t hidden_dim = inp * expand_ratio;
   use_res_connect = stride == 1 && inp == oup;
   std::vector<std::shared_ptr<Module>> layers;
   if (expand_ratio != 1) layers.push_back(make<Conv2dNormActivation>(inp, hidden_dim, 1));  // pw
-  layers.push_back(make<Conv2dNormActivation>(hidden_dim, hidden_dim, 3, stride, /*groups=*/hidden_dim));  // dw
-  layers.push_back(detail::conv2d(hidden_dim, oup, 1, 1, 0, 1, /*bias=*/false));  // pw-linear
+  layers.push_back(
+      make<Conv2dNormActivation>(hidden_dim, hidden_dim, 3, stride, /*groups=*/hidden_dim));  // dw
+  layers.push_back(detail::conv2d(hidden_dim, oup, 1, 1, 0, 1, /*bias=*/false));              // pw-linear
   layers.push_back(make<nn::BatchNorm2d>(oup));
   conv = register_module("conv", detail::sequential(std::move(layers)));
 }
@@ -76,7 +77,8 @@ MobileNetV2::MobileNetV2(int64_t num_classes, double width_mult,
   if (inverted_residual_setting.empty())
     inverted_residual_setting = {
         // t, c, n, s
-        {1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1},
+        {1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
+        {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1},
     };
   if (inverted_residual_setting[0].size() != 4)
     throw Error("MobileNetV2: inverted_residual_setting should be non-empty or a 4-element list, got " +
@@ -95,8 +97,9 @@ MobileNetV2::MobileNetV2(int64_t num_classes, double width_mult,
   }
   layers.push_back(make<Conv2dNormActivation>(input_channel, last_channel, 1));
   features = register_module("features", detail::sequential(std::move(layers)));
-  classifier = register_module("classifier", detail::sequential({make<nn::Dropout>(dropout),
-                                                                  make<nn::Linear>(last_channel, num_classes)}));
+  classifier = register_module(
+      "classifier",
+      detail::sequential({make<nn::Dropout>(dropout), make<nn::Linear>(last_channel, num_classes)}));
   detail::init_weights(*this, detail::ConvInit::kaiming_normal_fan_out_relu, detail::LinearInit::normal_0_01);
 }
 

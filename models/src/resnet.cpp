@@ -55,8 +55,8 @@ Bottleneck::Bottleneck(int64_t inplanes, int64_t planes, int64_t stride_, std::s
   annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
   annotate("return", "torch.Tensor");
   // int(planes * (base_width / 64.0)) * groups
-  const auto width = static_cast<int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) *
-                     groups;
+  const auto width =
+      static_cast<int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) * groups;
   conv1 = register_module("conv1", conv1x1(inplanes, width));
   bn1 = register_module("bn1", make<nn::BatchNorm2d>(width));
   conv2 = register_module("conv2", conv3x3(width, width, stride, groups, dilation));
@@ -89,7 +89,8 @@ ResNet::ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes, bo
     : Module("ResNet", {"x"}), groups_(groups), base_width_(width_per_group) {
   annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
   annotate("return", "torch.Tensor");
-  if (layers.size() != 4) throw Error("ResNet: layers must hold 4 block counts, got " + std::to_string(layers.size()));
+  if (layers.size() != 4)
+    throw Error("ResNet: layers must hold 4 block counts, got " + std::to_string(layers.size()));
   if (replace_stride_with_dilation.size() != 3)
     throw Error("ResNet: replace_stride_with_dilation should be a 3-element list, got " +
                 std::to_string(replace_stride_with_dilation.size()) + " elements");
@@ -115,8 +116,8 @@ ResNet::ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes, bo
   }
 }
 
-std::shared_ptr<nn::Sequential> ResNet::make_layer(Block block, int64_t planes, int64_t blocks, int64_t stride,
-                                                   bool dilate) {
+std::shared_ptr<nn::Sequential> ResNet::make_layer(Block block, int64_t planes, int64_t blocks,
+                                                   int64_t stride, bool dilate) {
   const int64_t expansion = block == Block::basic ? BasicBlock::expansion : Bottleneck::expansion;
   auto make_block = [&](int64_t inplanes, int64_t s, std::shared_ptr<nn::Sequential> ds,
                         int64_t dilation) -> std::shared_ptr<Module> {

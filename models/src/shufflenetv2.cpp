@@ -32,7 +32,8 @@ InvertedResidual::InvertedResidual(int64_t inp, int64_t oup, int64_t stride_)
     : Module("InvertedResidual", {"x"}), stride(stride_) {
   annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
   annotate("return", "torch.Tensor");
-  if (stride < 1 || stride > 3) throw Error("InvertedResidual: illegal stride value " + std::to_string(stride));
+  if (stride < 1 || stride > 3)
+    throw Error("InvertedResidual: illegal stride value " + std::to_string(stride));
   const int64_t branch_features = oup / 2;
   if (stride == 1 && inp != branch_features << 1)
     throw Error("InvertedResidual: invalid combination of stride " + std::to_string(stride) + ", inp " +
@@ -76,14 +77,15 @@ ShuffleNetV2::ShuffleNetV2(std::vector<int64_t> stages_repeats, std::vector<int6
     : Module("ShuffleNetV2", {"x"}) {
   annotate("x", "torch.Tensor");  // forward(self, x: Tensor) -> Tensor
   annotate("return", "torch.Tensor");
-  if (stages_repeats.size() != 3) throw Error("ShuffleNetV2: expected stages_repeats as list of 3 positive ints");
+  if (stages_repeats.size() != 3)
+    throw Error("ShuffleNetV2: expected stages_repeats as list of 3 positive ints");
   if (stages_out_channels.size() != 5)
     throw Error("ShuffleNetV2: expected stages_out_channels as list of 5 positive ints");
   int64_t input_channels = 3;
   int64_t output_channels = stages_out_channels[0];
-  conv1 = register_module("conv1", detail::sequential({conv2d(input_channels, output_channels, 3, 2, 1, 1, false),
-                                                       make<nn::BatchNorm2d>(output_channels),
-                                                       make<nn::ReLU>(true)}));
+  conv1 = register_module("conv1",
+                          detail::sequential({conv2d(input_channels, output_channels, 3, 2, 1, 1, false),
+                                              make<nn::BatchNorm2d>(output_channels), make<nn::ReLU>(true)}));
   input_channels = output_channels;
   maxpool = register_module("maxpool", make<nn::MaxPool2d>(3, 2, 1));
   std::shared_ptr<nn::Sequential>* stages[] = {&stage2, &stage3, &stage4};
@@ -97,9 +99,9 @@ ShuffleNetV2::ShuffleNetV2(std::vector<int64_t> stages_repeats, std::vector<int6
     input_channels = output_channels;
   }
   output_channels = stages_out_channels.back();
-  conv5 = register_module("conv5", detail::sequential({conv2d(input_channels, output_channels, 1, 1, 0, 1, false),
-                                                       make<nn::BatchNorm2d>(output_channels),
-                                                       make<nn::ReLU>(true)}));
+  conv5 = register_module("conv5",
+                          detail::sequential({conv2d(input_channels, output_channels, 1, 1, 0, 1, false),
+                                              make<nn::BatchNorm2d>(output_channels), make<nn::ReLU>(true)}));
   fc = register_module("fc", make<nn::Linear>(output_channels, num_classes));
 }
 

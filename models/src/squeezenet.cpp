@@ -24,9 +24,9 @@ Fire::Fire(int64_t inplanes_, int64_t squeeze_planes, int64_t expand1x1_planes, 
 
 Value Fire::forward(const std::vector<Value>& args) {
   Value x = (*squeeze_activation)((*squeeze)(args[0]));
-  return fx::call("torch.cat",
-                  Value::list({(*expand1x1_activation)((*expand1x1)(x)), (*expand3x3_activation)((*expand3x3)(x))}),
-                  1);
+  return fx::call(
+      "torch.cat",
+      Value::list({(*expand1x1_activation)((*expand1x1)(x)), (*expand3x3_activation)((*expand3x3)(x))}), 1);
 }
 
 SqueezeNet::SqueezeNet(const std::string& version, int64_t num_classes_, double dropout)
@@ -44,12 +44,11 @@ SqueezeNet::SqueezeNet(const std::string& version, int64_t num_classes_, double 
                             make<Fire>(512, 64, 256, 256)}));
   } else if (version == "1_1") {
     features = register_module(
-        "features",
-        detail::sequential({conv2d(3, 64, 3, 2), make<nn::ReLU>(true), pool(), make<Fire>(64, 16, 64, 64),
-                            make<Fire>(128, 16, 64, 64), pool(), make<Fire>(128, 32, 128, 128),
-                            make<Fire>(256, 32, 128, 128), pool(), make<Fire>(256, 48, 192, 192),
-                            make<Fire>(384, 48, 192, 192), make<Fire>(384, 64, 256, 256),
-                            make<Fire>(512, 64, 256, 256)}));
+        "features", detail::sequential({conv2d(3, 64, 3, 2), make<nn::ReLU>(true), pool(),
+                                        make<Fire>(64, 16, 64, 64), make<Fire>(128, 16, 64, 64), pool(),
+                                        make<Fire>(128, 32, 128, 128), make<Fire>(256, 32, 128, 128), pool(),
+                                        make<Fire>(256, 48, 192, 192), make<Fire>(384, 48, 192, 192),
+                                        make<Fire>(384, 64, 256, 256), make<Fire>(512, 64, 256, 256)}));
   } else {
     throw Error("Unsupported SqueezeNet version " + version + ": 1_0 or 1_1 expected");
   }
@@ -69,6 +68,8 @@ Value SqueezeNet::forward(const std::vector<Value>& args) {
   return fx::call("torch.flatten", x, 1);
 }
 
-std::shared_ptr<SqueezeNet> squeezenet1_0(int64_t num_classes) { return make<SqueezeNet>("1_0", num_classes); }
+std::shared_ptr<SqueezeNet> squeezenet1_0(int64_t num_classes) {
+  return make<SqueezeNet>("1_0", num_classes);
+}
 
 }  // namespace fx::models

@@ -15,16 +15,17 @@ VGG::VGG(std::shared_ptr<nn::Sequential> features_, int64_t num_classes, bool in
   features = register_module("features", std::move(features_));
   avgpool = register_module("avgpool", make<nn::AdaptiveAvgPool2d>(nn::PoolArg{7, 7}));
   classifier = register_module("classifier", detail::sequential({
-                                                  make<nn::Linear>(512 * 7 * 7, 4096),
-                                                  make<nn::ReLU>(true),
-                                                  make<nn::Dropout>(dropout),
-                                                  make<nn::Linear>(4096, 4096),
-                                                  make<nn::ReLU>(true),
-                                                  make<nn::Dropout>(dropout),
-                                                  make<nn::Linear>(4096, num_classes),
-                                              }));
+                                                 make<nn::Linear>(512 * 7 * 7, 4096),
+                                                 make<nn::ReLU>(true),
+                                                 make<nn::Dropout>(dropout),
+                                                 make<nn::Linear>(4096, 4096),
+                                                 make<nn::ReLU>(true),
+                                                 make<nn::Dropout>(dropout),
+                                                 make<nn::Linear>(4096, num_classes),
+                                             }));
   if (init_weights)
-    detail::init_weights(*this, detail::ConvInit::kaiming_normal_fan_out_relu, detail::LinearInit::normal_0_01);
+    detail::init_weights(*this, detail::ConvInit::kaiming_normal_fan_out_relu,
+                         detail::LinearInit::normal_0_01);
 }
 
 Value VGG::forward(const std::vector<Value>& args) {
@@ -43,7 +44,8 @@ std::shared_ptr<nn::Sequential> make_layers(const std::vector<int64_t>& cfg, boo
       layers.push_back(make<nn::MaxPool2d>(2, 2));
       continue;
     }
-    if (v <= 0) throw Error("make_layers: a cfg entry is a channel count or kMaxPool, got " + std::to_string(v));
+    if (v <= 0)
+      throw Error("make_layers: a cfg entry is a channel count or kMaxPool, got " + std::to_string(v));
     layers.push_back(detail::conv2d(in_channels, v, 3, 1, 1));
     if (batch_norm) layers.push_back(make<nn::BatchNorm2d>(v));
     layers.push_back(make<nn::ReLU>(true));

@@ -32,7 +32,8 @@ std::string py_str(const Value& v) {
 // EncoderBlock and Encoder both begin with this check.
 void assert_3d(const Value& input) {
   Value cond = input.dim() == 3;
-  fx::call("torch._assert", cond, "Expected (batch_size, seq_length, hidden_dim) got " + py_str(input.shape()));
+  fx::call("torch._assert", cond,
+           "Expected (batch_size, seq_length, hidden_dim) got " + py_str(input.shape()));
 }
 }  // namespace
 
@@ -57,9 +58,10 @@ EncoderBlock::EncoderBlock(int64_t num_heads_, int64_t hidden_dim, int64_t mlp_d
     : Module("EncoderBlock", {"input"}), num_heads(num_heads_) {
   annotate("input", "torch.Tensor");  // forward(self, input: torch.Tensor)
   ln_1 = register_module("ln_1", make<nn::LayerNorm>(std::vector<int64_t>{hidden_dim}, 1e-6));
-  self_attention = register_module(
-      "self_attention", make<nn::MultiheadAttention>(hidden_dim, num_heads, attention_dropout, true, false, false,
-                                                     std::nullopt, std::nullopt, /*batch_first=*/true));
+  self_attention =
+      register_module("self_attention",
+                      make<nn::MultiheadAttention>(hidden_dim, num_heads, attention_dropout, true, false,
+                                                   false, std::nullopt, std::nullopt, /*batch_first=*/true));
   dropout = register_module("dropout", make<nn::Dropout>(dropout_));
   ln_2 = register_module("ln_2", make<nn::LayerNorm>(std::vector<int64_t>{hidden_dim}, 1e-6));
   mlp = register_module("mlp", mlp_block(hidden_dim, mlp_dim, dropout_));
@@ -78,11 +80,12 @@ Value EncoderBlock::forward(const std::vector<Value>& args) {
   return x + y;
 }
 
-Encoder::Encoder(int64_t seq_length, int64_t num_layers, int64_t num_heads, int64_t hidden_dim, int64_t mlp_dim,
-                 double dropout_, double attention_dropout)
+Encoder::Encoder(int64_t seq_length, int64_t num_layers, int64_t num_heads, int64_t hidden_dim,
+                 int64_t mlp_dim, double dropout_, double attention_dropout)
     : Module("Encoder", {"input"}) {
   annotate("input", "torch.Tensor");  // forward(self, input: torch.Tensor)
-  pos_embedding = register_parameter("pos_embedding", torch::empty({1, seq_length, hidden_dim}).normal_(0, 0.02));
+  pos_embedding =
+      register_parameter("pos_embedding", torch::empty({1, seq_length, hidden_dim}).normal_(0, 0.02));
   dropout = register_module("dropout", make<nn::Dropout>(dropout_));
   layers = register_module("layers", make<detail::NamedSequential>());
   for (int64_t i = 0; i < num_layers; ++i)
@@ -115,8 +118,8 @@ VisionTransformer::VisionTransformer(int64_t image_size_, int64_t patch_size_, i
   seq_length = (image_size / patch_size) * (image_size / patch_size);
   class_token = register_parameter("class_token", torch::zeros({1, 1, hidden_dim}));
   seq_length += 1;
-  encoder = register_module("encoder", make<Encoder>(seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout,
-                                                     attention_dropout));
+  encoder = register_module("encoder", make<Encoder>(seq_length, num_layers, num_heads, hidden_dim, mlp_dim,
+                                                     dropout, attention_dropout));
   auto head = make<nn::Linear>(hidden_dim, num_classes);
   heads = register_module("heads", make<detail::NamedSequential>());
   heads->add("head", head);
@@ -135,8 +138,10 @@ Value VisionTransformer::process_input(const Value& x_) {
   const Value &n = nchw[0], &h = nchw[2], &w = nchw[3];
   const int64_t p = patch_size;
   const std::string size = std::to_string(image_size);
-  fx::call("torch._assert", h == image_size, "Wrong image height! Expected " + size + " but got " + py_str(h) + "!");
-  fx::call("torch._assert", w == image_size, "Wrong image width! Expected " + size + " but got " + py_str(w) + "!");
+  fx::call("torch._assert", h == image_size,
+           "Wrong image height! Expected " + size + " but got " + py_str(h) + "!");
+  fx::call("torch._assert", w == image_size,
+           "Wrong image width! Expected " + size + " but got " + py_str(w) + "!");
   Value n_h = fx::floordiv(h, p);
   Value n_w = fx::floordiv(w, p);
   Value x = (*conv_proj)(x_);

@@ -47,13 +47,16 @@ struct Pooling : fx::Module {
   std::shared_ptr<fx::nn::AdaptiveAvgPool1d> adaptive1;
   std::shared_ptr<fx::nn::AdaptiveAvgPool2d> adaptive2;
   Pooling() : fx::Module("Pooling") {
-    max1 = register_module("max1", std::make_shared<fx::nn::MaxPool1d>(3, 2, 1, 1, false, /*ceil_mode=*/true));
-    max2 = register_module("max2", std::make_shared<fx::nn::MaxPool2d>(fx::nn::PoolArg{3, 2}, fx::nn::PoolArg{2, 1},
-                                                                       fx::nn::PoolArg{1, 0}, fx::nn::PoolArg{1, 2}));
-    avg = register_module("avg", std::make_shared<fx::nn::AvgPool2d>(3, 2, 1, false, /*count_include_pad=*/false));
+    max1 =
+        register_module("max1", std::make_shared<fx::nn::MaxPool1d>(3, 2, 1, 1, false, /*ceil_mode=*/true));
+    max2 = register_module("max2",
+                           std::make_shared<fx::nn::MaxPool2d>(fx::nn::PoolArg{3, 2}, fx::nn::PoolArg{2, 1},
+                                                               fx::nn::PoolArg{1, 0}, fx::nn::PoolArg{1, 2}));
+    avg = register_module("avg",
+                          std::make_shared<fx::nn::AvgPool2d>(3, 2, 1, false, /*count_include_pad=*/false));
     adaptive1 = register_module("adaptive1", std::make_shared<fx::nn::AdaptiveAvgPool1d>(5));
-    adaptive2 = register_module("adaptive2",
-                                std::make_shared<fx::nn::AdaptiveAvgPool2d>(fx::nn::PoolArg{std::nullopt, 3}));
+    adaptive2 = register_module(
+        "adaptive2", std::make_shared<fx::nn::AdaptiveAvgPool2d>(fx::nn::PoolArg{std::nullopt, 3}));
   }
   fx::Value forward(const std::vector<fx::Value>& in) override {
     const fx::Value& x = in[0];
@@ -81,7 +84,8 @@ std::vector<Case> cases() {
       {"shufflenet_v2_x1_0", [] { return fx::models::shufflenet_v2_x1_0(); }},
       {"mobilenet_v2", [] { return fx::models::mobilenet_v2(); }},
       {"densenet121", [] { return fx::models::densenet121(); }},
-      {"vit", [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10); }},
+      {"vit",
+       [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10); }},
   };
 }
 
@@ -137,17 +141,24 @@ TEST(Pooling, BadArgumentsAreErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message([] { fx::nn::MaxPool2d(fx::nn::PoolArg{3, 3, 3}); }),
+  EXPECT_EQ(message([] {
+              fx::nn::MaxPool2d(fx::nn::PoolArg{3, 3, 3});
+            }),
             "MaxPool2d: kernel_size must be an int or a tuple of 2 ints, each positive, got (3, 3, 3)");
   EXPECT_EQ(message([] { fx::nn::MaxPool1d(2, 0); }),
             "MaxPool1d: stride must be an int or a tuple of 1 ints, each positive, got 0");
   EXPECT_EQ(message([] { fx::nn::AvgPool2d(2, std::nullopt, -1); }),
             "AvgPool2d: padding must be an int or a tuple of 2 ints, each non-negative, got -1");
-  EXPECT_EQ(message([] { fx::nn::MaxPool2d(fx::nn::PoolArg{std::nullopt, 2}); }),
+  EXPECT_EQ(message([] {
+              fx::nn::MaxPool2d(fx::nn::PoolArg{std::nullopt, 2});
+            }),
             "MaxPool2d: kernel_size must be an int or a tuple of 2 ints, each positive, got (None, 2)");
-  EXPECT_EQ(message([] { fx::nn::AdaptiveAvgPool2d(fx::nn::PoolArg{1, 2, 3}); }),
-            "AdaptiveAvgPool2d: output_size must be an int or a tuple of 2 ints or None, each non-negative, got "
-            "(1, 2, 3)");
+  EXPECT_EQ(
+      message([] {
+        fx::nn::AdaptiveAvgPool2d(fx::nn::PoolArg{1, 2, 3});
+      }),
+      "AdaptiveAvgPool2d: output_size must be an int or a tuple of 2 ints or None, each non-negative, got "
+      "(1, 2, 3)");
 }
 
 // clone() is a deep copy with the same configuration.

@@ -3,8 +3,7 @@
 // AdaptiveAvgPool1d/2d (torch/nn/modules/pooling.py), leaf modules with
 // PyTorch's constructor arguments, defaults and repr.
 
-// For StandardModule; the umbrella includes this header after defining it.
-#include <fx/nn.h>
+#include <fx/nn/standard_module.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -63,14 +62,16 @@ class MaxPool1d : public MaxPoolNd {
  public:
   explicit MaxPool1d(PoolArg kernel_size, std::optional<PoolArg> stride = std::nullopt, PoolArg padding = 0,
                      PoolArg dilation = 1, bool return_indices = false, bool ceil_mode = false);
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& device = c10::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
 };
 
 class MaxPool2d : public MaxPoolNd {
  public:
   explicit MaxPool2d(PoolArg kernel_size, std::optional<PoolArg> stride = std::nullopt, PoolArg padding = 0,
                      PoolArg dilation = 1, bool return_indices = false, bool ceil_mode = false);
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& device = c10::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
 };
 
 // torch.nn.AvgPool2d(kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -82,7 +83,8 @@ class AvgPool2d : public StandardModule {
                      std::optional<int64_t> divisor_override = std::nullopt);
   std::string extra_repr() const override;
   Value forward(const std::vector<Value>& args) override;
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& device = c10::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
   PoolArg kernel_size, stride, padding;
   bool ceil_mode, count_include_pad;
   std::optional<int64_t> divisor_override;
@@ -104,13 +106,15 @@ class AdaptiveAvgPoolNd : public StandardModule {
 class AdaptiveAvgPool1d : public AdaptiveAvgPoolNd {
  public:
   explicit AdaptiveAvgPool1d(PoolArg output_size);
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& device = c10::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
 };
 
 class AdaptiveAvgPool2d : public AdaptiveAvgPoolNd {
  public:
   explicit AdaptiveAvgPool2d(PoolArg output_size);
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& device = c10::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<c10::Device>& device = c10::nullopt) const override;
 };
 
 }  // namespace fx::nn

@@ -2,6 +2,8 @@
 // the arguments are kept as given (int or tuple) and handed to F.* as such.
 #include <fx/nn/pooling.h>
 
+#include <utility>
+
 namespace fx::nn {
 
 namespace {
@@ -33,7 +35,8 @@ std::string PoolArg::str() const {
 
 void PoolArg::check(const std::string& module, const std::string& what, size_t n, int64_t min_value,
                     bool allow_none) const {
-  std::string expected = "an int or a tuple of " + std::to_string(n) + (allow_none ? " ints or None" : " ints");
+  std::string expected =
+      "an int or a tuple of " + std::to_string(n) + (allow_none ? " ints or None" : " ints");
   if (min_value > 0) expected += ", each positive";
   if (min_value == 0) expected += ", each non-negative";
   if (!is_int_ && items_.size() != n) bad_arg(module, what, *this, expected);
@@ -81,9 +84,7 @@ MaxPool1d::MaxPool1d(PoolArg kernel, std::optional<PoolArg> stride_, PoolArg pad
 
 std::shared_ptr<torch::nn::Module> MaxPool1d::clone(const c10::optional<c10::Device>& device) const {
   auto copy = std::make_shared<MaxPool1d>(kernel_size, stride, padding, dilation, return_indices, ceil_mode);
-  copy->copy_state_from(*this);
-  if (device) copy->to(*device);
-  return copy;
+  return finish_clone(std::move(copy), *this, device);
 }
 
 MaxPool2d::MaxPool2d(PoolArg kernel, std::optional<PoolArg> stride_, PoolArg padding_, PoolArg dilation_,
@@ -93,9 +94,7 @@ MaxPool2d::MaxPool2d(PoolArg kernel, std::optional<PoolArg> stride_, PoolArg pad
 
 std::shared_ptr<torch::nn::Module> MaxPool2d::clone(const c10::optional<c10::Device>& device) const {
   auto copy = std::make_shared<MaxPool2d>(kernel_size, stride, padding, dilation, return_indices, ceil_mode);
-  copy->copy_state_from(*this);
-  if (device) copy->to(*device);
-  return copy;
+  return finish_clone(std::move(copy), *this, device);
 }
 
 // ---- AvgPool2d --------------------------------------------------------------
@@ -121,16 +120,15 @@ std::string AvgPool2d::extra_repr() const {
 }
 
 Value AvgPool2d::forward(const std::vector<Value>& args) {
-  return fx::call("torch.nn.functional.avg_pool2d", args[0], kernel_size.value(), stride.value(), padding.value(),
-                  ceil_mode, count_include_pad, divisor_override ? Value(*divisor_override) : Value());
+  return fx::call("torch.nn.functional.avg_pool2d", args[0], kernel_size.value(), stride.value(),
+                  padding.value(), ceil_mode, count_include_pad,
+                  divisor_override ? Value(*divisor_override) : Value());
 }
 
 std::shared_ptr<torch::nn::Module> AvgPool2d::clone(const c10::optional<c10::Device>& device) const {
-  auto copy =
-      std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  copy->copy_state_from(*this);
-  if (device) copy->to(*device);
-  return copy;
+  auto copy = std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                          divisor_override);
+  return finish_clone(std::move(copy), *this, device);
 }
 
 // ---- AdaptiveAvgPool1d / AdaptiveAvgPool2d ----------------------------------
@@ -139,7 +137,8 @@ AdaptiveAvgPoolNd::AdaptiveAvgPoolNd(int dims, PoolArg output_size_)
     : StandardModule("torch.nn.AdaptiveAvgPool" + std::to_string(dims) + "d", {"input"}),
       output_size(std::move(output_size_)),
       dims_(dims) {
-  output_size.check("AdaptiveAvgPool" + std::to_string(dims) + "d", "output_size", static_cast<size_t>(dims), 0,
+  output_size.check("AdaptiveAvgPool" + std::to_string(dims) + "d", "output_size", static_cast<size_t>(dims),
+                    0,
                     /*allow_none=*/true);
 }
 
@@ -155,18 +154,14 @@ AdaptiveAvgPool1d::AdaptiveAvgPool1d(PoolArg output_size_) : AdaptiveAvgPoolNd(1
 
 std::shared_ptr<torch::nn::Module> AdaptiveAvgPool1d::clone(const c10::optional<c10::Device>& device) const {
   auto copy = std::make_shared<AdaptiveAvgPool1d>(output_size);
-  copy->copy_state_from(*this);
-  if (device) copy->to(*device);
-  return copy;
+  return finish_clone(std::move(copy), *this, device);
 }
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(PoolArg output_size_) : AdaptiveAvgPoolNd(2, std::move(output_size_)) {}
 
 std::shared_ptr<torch::nn::Module> AdaptiveAvgPool2d::clone(const c10::optional<c10::Device>& device) const {
   auto copy = std::make_shared<AdaptiveAvgPool2d>(output_size);
-  copy->copy_state_from(*this);
-  if (device) copy->to(*device);
-  return copy;
+  return finish_clone(std::move(copy), *this, device);
 }
 
 }  // namespace fx::nn

@@ -46,8 +46,8 @@ class InvertedResidual : public Module {
 class MobileNetV2 : public Module {
  public:
   explicit MobileNetV2(int64_t num_classes = 1000, double width_mult = 1.0,
-                       std::vector<std::vector<int64_t>> inverted_residual_setting = {}, int64_t round_nearest = 8,
-                       double dropout = 0.2);
+                       std::vector<std::vector<int64_t>> inverted_residual_setting = {},
+                       int64_t round_nearest = 8, double dropout = 0.2);
   Value forward(const std::vector<Value>& args) override;
 
   int64_t last_channel;

@@ -17,8 +17,8 @@ class BasicBlock : public Module {
  public:
   static constexpr int64_t expansion = 1;
   BasicBlock(int64_t inplanes, int64_t planes, int64_t stride = 1,
-             std::shared_ptr<nn::Sequential> downsample = nullptr, int64_t groups = 1, int64_t base_width = 64,
-             int64_t dilation = 1);
+             std::shared_ptr<nn::Sequential> downsample = nullptr, int64_t groups = 1,
+             int64_t base_width = 64, int64_t dilation = 1);
   Value forward(const std::vector<Value>& args) override;
 
   std::shared_ptr<nn::Conv2d> conv1, conv2;
@@ -32,8 +32,8 @@ class Bottleneck : public Module {
  public:
   static constexpr int64_t expansion = 4;
   Bottleneck(int64_t inplanes, int64_t planes, int64_t stride = 1,
-             std::shared_ptr<nn::Sequential> downsample = nullptr, int64_t groups = 1, int64_t base_width = 64,
-             int64_t dilation = 1);
+             std::shared_ptr<nn::Sequential> downsample = nullptr, int64_t groups = 1,
+             int64_t base_width = 64, int64_t dilation = 1);
   Value forward(const std::vector<Value>& args) override;
 
   std::shared_ptr<nn::Conv2d> conv1, conv2, conv3;
@@ -49,8 +49,8 @@ class Bottleneck : public Module {
 class ResNet : public Module {
  public:
   enum class Block { basic, bottleneck };
-  ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes = 1000, bool zero_init_residual = false,
-         int64_t groups = 1, int64_t width_per_group = 64,
+  ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes = 1000,
+         bool zero_init_residual = false, int64_t groups = 1, int64_t width_per_group = 64,
          std::vector<bool> replace_stride_with_dilation = {false, false, false});
   Value forward(const std::vector<Value>& args) override;
 

@@ -22,7 +22,8 @@ std::shared_ptr<detail::NamedSequential> mlp_block(int64_t in_dim, int64_t mlp_d
 
 class EncoderBlock : public Module {
  public:
-  EncoderBlock(int64_t num_heads, int64_t hidden_dim, int64_t mlp_dim, double dropout, double attention_dropout);
+  EncoderBlock(int64_t num_heads, int64_t hidden_dim, int64_t mlp_dim, double dropout,
+               double attention_dropout);
   Value forward(const std::vector<Value>& args) override;
 
   int64_t num_heads;
