@@ -106,7 +106,9 @@ class GraphModule : public Module, public OwningModule {
   struct Plan;
   // forward on the graph's own (flat) inputs.
   Value run_flat(const std::vector<Value>& args);
-  void copy_attr(Module& root, const std::string& path, bool is_module);
+  struct RootIndex;
+  void copy_attr(RootIndex& index, const std::string& path, bool is_module);
+  torch::nn::Module* make_path(RootIndex& index, const std::string& path);
   void assign_attr(const std::string& path, const Attr& value);
   std::unique_ptr<GraphModule> copy_to(const c10::optional<c10::Device>& device) const;
 

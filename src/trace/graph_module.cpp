@@ -1,7 +1,7 @@
 // GraphModule: attributes copied from the root, code, and the compiled plan.
 #include <fx/graph_module.h>
-#include <fx/pytree.h>
 #include <fx/interpreter.h>
+#include <fx/pytree.h>
 #include <fx/tracer.h>
 
 #include "last_uses.h"
@@ -101,14 +101,58 @@ struct GraphModule::Plan {
   std::unordered_map<const Node*, int> slot_of;
 };
 
+// What copying a root's attributes looks up, built once per construction so
+// that copying n targets is O(n) (named_children() and named_parameters()
+// copy a dict on every call).
+struct GraphModule::RootIndex {
+  enum class Kind { parameter, buffer, attribute };
+  RootIndex(Module& r, GraphModule& self)
+      : root(r), root_modules(r.named_modules("", /*include_self=*/false)) {
+    for (const auto& p : r.named_parameters())
+      tensors.emplace(p.key(), std::pair(p.value(), Kind::parameter));
+    for (const auto& b : r.named_buffers()) tensors.emplace(b.key(), std::pair(b.value(), Kind::buffer));
+    for (const auto& [name, t] : r.attributes()) tensors.emplace(name, std::pair(t, Kind::attribute));
+    for (const auto& m : root_modules)
+      if (const auto* fm = dynamic_cast<const Module*>(m.value().get()))
+        for (const auto& [name, t] : fm->attributes())
+          tensors.emplace(m.key() + "." + name, std::pair(t, Kind::attribute));
+    here.emplace("", &self);
+    owned.insert(&self);
+  }
+  std::shared_ptr<torch::nn::Module> root_module(const std::string& path) const {
+    const auto* found = root_modules.find(path);
+    return found ? *found : nullptr;
+  }
+  // This GraphModule's module at `path`, or nullptr.
+  torch::nn::Module* find(const std::string& path) {
+    if (auto it = here.find(path); it != here.end()) return it->second;
+    auto [parent_path, name] = split_path(path);
+    torch::nn::Module* parent = find(parent_path);
+    if (!parent || !expanded.insert(parent_path).second) return nullptr;
+    for (const auto& c : parent->named_children())  // once per parent: index all its children
+      here.emplace(parent_path.empty() ? c.key() : parent_path + "." + c.key(), c.value().get());
+    auto it = here.find(path);
+    return it == here.end() ? nullptr : it->second;
+  }
+
+  Module& root;
+  torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>> root_modules;
+  std::unordered_map<std::string, std::pair<at::Tensor, Kind>> tensors;  // the root's, by path
+  std::unordered_map<std::string, torch::nn::Module*> here;              // this module's tree, by path
+  std::unordered_set<std::string> expanded;                              // paths whose children are in `here`
+  std::unordered_set<const torch::nn::Module*> owned;                    // this and the containers made here
+  std::unordered_set<std::string> copied;                                // tensor paths copied so far
+};
+
 GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string class_name)
     : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
       graph_(std::move(graph)) {
   if (!graph_) throw Error("GraphModule: the graph is null");
   train(root.is_training());  // torch.fx: self.training = root.training (no children yet: only this flag)
+  RootIndex index(root, *this);
   for (Node* n : graph_->nodes())
     if (n->op() == Op::get_attr || n->op() == Op::call_module)
-      copy_attr(root, n->target().str(), n->op() == Op::call_module);
+      copy_attr(index, n->target().str(), n->op() == Op::call_module);
   graph_->set_owning_module(this);
   recompile();
 }
@@ -328,53 +372,74 @@ void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::
     parent->register_module(name, m);
 }
 
-// FX's _copy_attr: share the root's object at `path`, creating containers.
-void GraphModule::copy_attr(Module& root, const std::string& path, bool is_module) {
+// The module at `path` in this GraphModule, made of empty containers where
+// nothing is there yet.
+torch::nn::Module* GraphModule::make_path(RootIndex& index, const std::string& path) {
+  if (torch::nn::Module* m = index.find(path)) return m;
   auto [parent_path, name] = split_path(path);
-  // include_self=false: the root need not be owned by a shared_ptr.
-  auto root_children = root.named_modules("", /*include_self=*/false);
-  auto find_module = [&](const std::string& p) -> std::shared_ptr<torch::nn::Module> {
-    const auto* found = root_children.find(p);
-    return found ? *found : nullptr;
+  torch::nn::Module* parent = make_path(index, parent_path);
+  torch::nn::Module* made = parent->register_module(name, std::make_shared<Container>()).get();
+  index.here[path] = made;
+  index.owned.insert(made);
+  return made;
+}
+
+// FX's _copy_attr: share the root's object at `path`, creating containers.
+void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_module) {
+  auto [parent_path, name] = split_path(path);
+  auto share_module = [&](std::shared_ptr<torch::nn::Module> m) {
+    torch::nn::Module* existing = index.find(path);
+    if (existing == m.get()) return;
+    torch::nn::Module* parent = make_path(index, parent_path);
+    if (existing) {
+      // A container made for a deeper target gives way to the module itself
+      // (as FX's setattr does); what was indexed beneath it is stale.
+      parent->replace_module(name, m);
+      std::string prefix = path + ".";
+      std::erase_if(index.here, [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
+      std::erase_if(index.expanded, [&](const auto& p) { return p == path || p.rfind(prefix, 0) == 0; });
+    } else {
+      parent->register_module(name, m);
+    }
+    index.here[path] = m.get();
   };
   if (is_module) {
-    auto m = find_module(path);
-    if (!m || path.empty())
+    auto m = path.empty() ? nullptr : index.root_module(path);
+    if (!m)
       throw Error("GraphModule: call_module target '" + path + "' is not a submodule of the root " +
-                  root.type_name());
-    add_submodule(path, m);
+                  index.root.type_name());
+    share_module(std::move(m));
     return;
   }
-  torch::nn::Module* owner = parent_path.empty() ? &root : find_module(parent_path).get();
-  std::optional<at::Tensor> t = owner ? tensor_of(*owner, name) : std::nullopt;
-  if (!t) {
-    if (auto m = find_module(path); m && !path.empty()) {  // get_attr of a whole module
-      add_submodule(path, m);
+  auto t = index.tensors.find(path);
+  if (t == index.tensors.end()) {
+    if (auto m = path.empty() ? nullptr : index.root_module(path)) {  // get_attr of a whole module
+      share_module(std::move(m));
       return;
     }
     throw Error("GraphModule: get_attr target '" + path +
                 "' is not a parameter, buffer, tensor attribute or "
                 "submodule of the root " +
-                root.type_name());
+                index.root.type_name());
   }
-  // Make the parent level here (a container unless the root's module is copied).
-  torch::nn::Module* parent = this;
-  if (!parent_path.empty()) {
-    parent = get_submodule(parent_path);
-    if (!parent) {
-      add_submodule(parent_path, std::make_shared<Container>());
-      parent = get_submodule(parent_path);
-    }
+  torch::nn::Module* parent = make_path(index, parent_path);
+  // A module shared with the root has the tensor already; ours get it once.
+  if (!index.owned.count(parent) || !index.copied.insert(path).second) return;
+  const auto& [tensor, kind] = t->second;
+  switch (kind) {
+    case RootIndex::Kind::parameter:
+      parent->register_parameter(name, tensor, tensor.requires_grad());
+      break;
+    case RootIndex::Kind::buffer:
+      parent->register_buffer(name, tensor);
+      break;
+    case RootIndex::Kind::attribute:
+      if (auto* fm = dynamic_cast<Module*>(parent))
+        fm->register_attribute(name, tensor);
+      else
+        throw Error("GraphModule: cannot store tensor attribute '" + path + "' on a non-fx module");
+      break;
   }
-  if (tensor_of(*parent, name)) return;  // already there (shared with a copied module)
-  if (owner->named_parameters(false).contains(name))
-    parent->register_parameter(name, *t, t->requires_grad());
-  else if (owner->named_buffers(false).contains(name))
-    parent->register_buffer(name, *t);
-  else if (auto* fm = dynamic_cast<Module*>(parent))
-    fm->register_attribute(name, *t);
-  else
-    throw Error("GraphModule: cannot store tensor attribute '" + path + "' on a non-fx module");
 }
 
 void GraphModule::recompile() {
@@ -432,7 +497,8 @@ void GraphModule::recompile() {
           if (site.size() == step.args.size()) step.fast = step.fn->specialize(site);
         }
         if (n->op() == Op::call_module) {
-          if (!modules) modules = named_modules("", /*include_self=*/false);  // once: a lookup per node is O(n)
+          if (!modules)
+            modules = named_modules("", /*include_self=*/false);  // once: a lookup per node is O(n)
           const auto* found = modules->find(n->target().str());
           step.module = found ? dynamic_cast<Module*>(found->get()) : nullptr;
           if (!step.module)
@@ -516,9 +582,10 @@ Value GraphModule::forward(const std::vector<Value>& args) {
     // torch.fx's _PyTreeCodeGen: flatten the arguments, run, rebuild the output.
     auto [flat, spec] = tree_flatten(Value::tuple(args));
     if (spec != info->in_spec)
-      throw Error(type_name() +
-                  ".forward: the arguments do not have the structure of the concrete_args the graph was traced "
-                  "with (lists/tuples of the same lengths)");
+      throw Error(
+          type_name() +
+          ".forward: the arguments do not have the structure of the concrete_args the graph was traced "
+          "with (lists/tuples of the same lengths)");
     Value out = run_flat(flat);
     if (!info->out_spec) return out;
     return tree_unflatten(out.items(), *info->out_spec);
