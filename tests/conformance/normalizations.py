@@ -42,6 +42,14 @@ def functional_pairs(targets):
     return pairs
 
 
+def functional_targets():
+    """Every torch.nn.functional.X function, so that any of them a traced model calls is normalized."""
+    import types
+    import torch.nn.functional as F
+    kinds = (types.FunctionType, types.BuiltinFunctionType)
+    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
+
+
 def normalizations(targets):
     """Every (torch.fx text, fxcpp text, why) that applies to cases using these call_function targets."""
     return FIXED + functional_pairs(targets)

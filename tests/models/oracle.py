@@ -97,21 +97,12 @@ MODELS = {
 }
 
 
-
-def functional_targets():
-    """Every torch.nn.functional.X function, so that any of them a model calls is normalized."""
-    import types
-    import torch.nn.functional as F
-    kinds = (types.FunctionType, types.BuiltinFunctionType)
-    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
-
-
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     only = set(sys.argv[2:])
     unpacking_proxies_on_python_311()
-    pairs = normalizations.normalizations(functional_targets())
+    pairs = normalizations.normalizations(normalizations.functional_targets())
     expected = {}
     for name, (build, shape) in MODELS.items():
         if only and name not in only:

@@ -24,13 +24,6 @@ from cases import CASES, build, flatten, structure  # noqa: E402
 from models import AllModules  # noqa: E402
 
 
-def functional_targets():
-    import types
-    import torch.nn.functional as F
-    kinds = (types.FunctionType, types.BuiltinFunctionType)
-    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
-
-
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -55,7 +48,7 @@ def main():
             torch.save(io, os.path.join(out_dir, name + '.io.pt'))
         expected['cases'][name] = entry
 
-    pairs = normalizations.normalizations(functional_targets())
+    pairs = normalizations.normalizations(normalizations.functional_targets())
     torch.manual_seed(0)
     gm = torch.fx.symbolic_trace(AllModules())
     expected['trace'] = {

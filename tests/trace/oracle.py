@@ -22,14 +22,6 @@ from models import CONCRETE_ARGS, MODELS  # noqa: E402
 from models import TRANSFORMS  # noqa: E402
 
 
-def functional_targets():
-    """Every torch.nn.functional.X function, so that any of them a model calls is normalized."""
-    import types
-    import torch.nn.functional as F
-    kinds = (types.FunctionType, types.BuiltinFunctionType)
-    return ['torch.nn.functional.' + n for n in dir(F) if not n.startswith('_') and isinstance(getattr(F, n), kinds)]
-
-
 def transformed(pairs):
     """The GraphModule each TRANSFORMS entry's Transformer makes of symbolic_trace(model)."""
     out = {}
@@ -42,7 +34,7 @@ def transformed(pairs):
 
 
 def main():
-    pairs = normalizations.normalizations(functional_targets())
+    pairs = normalizations.normalizations(normalizations.functional_targets())
     out = {}
     for name, (cls, tracer_cls) in MODELS.items():
         torch.manual_seed(0)
