@@ -5,6 +5,7 @@
 #include <fx/tracer.h>
 
 #include "last_uses.h"
+#include "module_dicts.h"
 
 #include <algorithm>
 #include <sstream>
@@ -50,17 +51,14 @@ class Container final : public Module {
 };
 
 torch::nn::Module* child_of(torch::nn::Module* m, const std::string& name) {
-  auto children = m->named_children();
-  auto* found = children.find(name);
+  const auto* found = detail::children_of(*m).find(name);
   return found ? found->get() : nullptr;
 }
 
 std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
-  // The dicts are locals: find() points into them.
-  auto params = m.named_parameters(false);
-  if (const auto* p = params.find(name)) return *p;
-  auto buffers = m.named_buffers(false);
-  if (const auto* b = buffers.find(name)) return *b;
+  // Undefined entries (an optional bias) count as absent, as named_parameters() has them.
+  if (const auto* p = detail::parameters_of(m).find(name); p && p->defined()) return *p;
+  if (const auto* b = detail::buffers_of(m).find(name); b && b->defined()) return *b;
   if (const auto* fm = dynamic_cast<const Module*>(&m))
     for (const auto& [k, v] : fm->attributes())
       if (k == name) return v;

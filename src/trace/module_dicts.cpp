@@ -1,0 +1,34 @@
+#include "module_dicts.h"
+
+namespace fx::detail {
+
+namespace {
+using Children = torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>;
+using Tensors = torch::OrderedDict<std::string, at::Tensor>;
+
+// The members are not public. Access is not checked for the arguments of an
+// explicit instantiation ([temp.spec.general]/6), so instantiating these
+// templates with the member pointers hands them to the friend functions:
+// standard C++, and by name, so it follows LibTorch's class whatever its layout.
+auto children_member();
+auto parameters_member();
+auto buffers_member();
+
+template <Children torch::nn::Module::*M>
+struct ChildrenAccess {
+  friend auto children_member() { return M; }
+};
+template <Tensors torch::nn::Module::*P, Tensors torch::nn::Module::*B>
+struct TensorsAccess {
+  friend auto parameters_member() { return P; }
+  friend auto buffers_member() { return B; }
+};
+template struct ChildrenAccess<&torch::nn::Module::children_>;
+template struct TensorsAccess<&torch::nn::Module::parameters_, &torch::nn::Module::buffers_>;
+}  // namespace
+
+const Children& children_of(const torch::nn::Module& m) { return m.*children_member(); }
+const Tensors& parameters_of(const torch::nn::Module& m) { return m.*parameters_member(); }
+const Tensors& buffers_of(const torch::nn::Module& m) { return m.*buffers_member(); }
+
+}  // namespace fx::detail

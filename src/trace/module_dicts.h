@@ -1,0 +1,19 @@
+#pragma once
+// A torch::nn::Module's own dicts of children, parameters and buffers, read
+// in place. Its public named_children() / named_parameters(false) /
+// named_buffers(false) return copies, which made every lookup by name O(size):
+// a GraphModule with n submodules answering lint's n questions was O(n^2).
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+
+namespace fx::detail {
+
+const torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>& children_of(
+    const torch::nn::Module& m);
+const torch::OrderedDict<std::string, at::Tensor>& parameters_of(const torch::nn::Module& m);
+const torch::OrderedDict<std::string, at::Tensor>& buffers_of(const torch::nn::Module& m);
+
+}  // namespace fx::detail
