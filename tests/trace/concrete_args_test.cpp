@@ -1,5 +1,7 @@
 // concrete_args: specializing forward parameters, compared with torch.fx 1.13
 // tracing the Python originals in models.py with the same concrete_args.
+#include "models.h"
+
 #include <fx/fx.h>
 #include <fx/tracer.h>
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 
 namespace {
 
+using fxcpp_test::expected;
 using fx::Value;
 
 // models.py: Specialized
@@ -34,20 +37,12 @@ struct Paired : fx::Module {
   }
 };
 
-const nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_TRACE_EXPECTED);
-    return in ? nlohmann::json::parse(in) : nlohmann::json();
-  }();
-  return j;
-}
-
 std::unique_ptr<fx::GraphModule> expect_same_trace(fx::Module& m, const std::string& name,
                                                    const fx::ConcreteArgs& concrete_args) {
   auto gm = fx::symbolic_trace(m, concrete_args);
   if (expected().is_null()) return gm;
-  EXPECT_EQ(gm->graph().to_string(), expected()[name]["graph"].get<std::string>()) << name;
-  EXPECT_EQ(gm->code(), expected()[name]["code"].get<std::string>()) << name;
+  EXPECT_EQ(gm->graph().to_string(), expected().at(name).at("graph").get<std::string>()) << name;
+  EXPECT_EQ(gm->code(), expected().at(name).at("code").get<std::string>()) << name;
   return gm;
 }
 

@@ -1,5 +1,7 @@
 // Symbolic tracing of C++ models, compared with what torch.fx 1.13 records
 // for the Python originals in models.py (expected texts from oracle.py).
+#include "models.h"
+
 #include <fx/fx.h>
 #include <fx/nn.h>
 #include <fx/tracer.h>
@@ -11,16 +13,12 @@
 
 namespace {
 
+using namespace fxcpp_test;
 using fx::kw;
 using fx::Value;
 using fx::nn::BatchNorm2d;
 using fx::nn::Conv2d;
 using fx::nn::Linear;
-
-template <class M, class... A>
-std::shared_ptr<M> make(A&&... a) {
-  return std::make_shared<M>(std::forward<A>(a)...);
-}
 
 struct MyModel : fx::Module {
   at::Tensor param;
@@ -31,67 +29,6 @@ struct MyModel : fx::Module {
   }
   Value forward(const std::vector<Value>& in) override {
     return (*linear)(in[0] + param).clamp(kw("min", 0.0), kw("max", 1.0));
-  }
-};
-
-struct SimpleNet : fx::Module {
-  std::shared_ptr<Linear> linear1, linear2;
-  SimpleNet() : fx::Module("SimpleNet") {
-    linear1 = register_module("linear1", make<Linear>(10, 20));
-    linear2 = register_module("linear2", make<Linear>(20, 10));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value x = fx::call("torch.relu", (*linear1)(in[0]));
-    return fx::call("torch.relu", (*linear2)(x));
-  }
-};
-
-struct BasicBlock : fx::Module {
-  std::shared_ptr<Conv2d> conv1, conv2;
-  std::shared_ptr<BatchNorm2d> bn1, bn2;
-  std::shared_ptr<fx::nn::ReLU> relu;
-  std::shared_ptr<fx::nn::Sequential> downsample;
-  BasicBlock() : fx::Module("BasicBlock") {
-    conv1 = register_module("conv1",
-                            make<Conv2d>(4, 8, std::vector<int64_t>{3, 3}, std::vector<int64_t>{2, 2},
-                                         std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, 1, false));
-    bn1 = register_module("bn1", make<BatchNorm2d>(8));
-    relu = register_module("relu", make<fx::nn::ReLU>(true));
-    conv2 = register_module("conv2",
-                            make<Conv2d>(8, 8, std::vector<int64_t>{3, 3}, std::vector<int64_t>{1, 1},
-                                         std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, 1, false));
-    bn2 = register_module("bn2", make<BatchNorm2d>(8));
-    downsample = register_module(
-        "downsample", make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
-                          make<Conv2d>(4, 8, std::vector<int64_t>{1, 1}, std::vector<int64_t>{2, 2},
-                                       std::vector<int64_t>{0, 0}, std::vector<int64_t>{1, 1}, 1, false),
-                          make<BatchNorm2d>(8)}));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value x = in[0];
-    Value identity = x;
-    Value out = (*conv1)(x);
-    out = (*bn1)(out);
-    out = (*relu)(out);
-    out = (*conv2)(out);
-    out = (*bn2)(out);
-    identity = (*downsample)(x);
-    out += identity;
-    return (*relu)(out);
-  }
-};
-
-struct Attributes : fx::Module {
-  at::Tensor w, scale, offset;
-  Attributes() : fx::Module("Attributes") {
-    w = register_parameter("w", torch::rand({3}));
-    scale = register_buffer("scale", torch::ones({3}));
-    offset = register_attribute("offset", torch::zeros({3}));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value y = in[0] * w + w;
-    y = y * scale - scale;
-    return y + offset;
   }
 };
 
@@ -131,22 +68,6 @@ struct Sequence : fx::Module {
   Value forward(const std::vector<Value>& in) override { return (*flatten)((*features)(in[0])); }
 };
 
-// A custom leaf policy: trace into Linear.
-struct LinearNotLeaf : fx::Tracer {
-  bool is_leaf_module(const fx::Module& m, std::string_view name) const override {
-    return !dynamic_cast<const Linear*>(&m) && fx::Tracer::is_leaf_module(m, name);
-  }
-};
-
-nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_TRACE_EXPECTED);
-    if (!in) return nlohmann::json();
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
 template <class M, class T = fx::Tracer>
 void expect_same_trace(const std::string& name) {
   if (expected().is_null())
@@ -156,8 +77,8 @@ void expect_same_trace(const std::string& name) {
   T tracer;
   std::unique_ptr<fx::Graph> g = tracer.trace(model);
   g->lint();
-  EXPECT_EQ(g->to_string(), expected()[name]["graph"].get<std::string>());
-  EXPECT_EQ(g->python_code().src, expected()[name]["code"].get<std::string>());
+  EXPECT_EQ(g->to_string(), expected().at(name).at("graph").get<std::string>());
+  EXPECT_EQ(g->python_code().src, expected().at(name).at("code").get<std::string>());
 }
 
 TEST(Trace, SeedTutorialMyModel) { expect_same_trace<MyModel>("my_model"); }
@@ -309,8 +230,8 @@ void expect_same_module_text(const std::string& name) {
   if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run";
   M model;
   auto gm = fx::symbolic_trace(model);
-  EXPECT_EQ(gm->code(), expected()[name]["code"].get<std::string>());
-  EXPECT_EQ(gm->to_string(), expected()[name]["str"].get<std::string>());
+  EXPECT_EQ(gm->code(), expected().at(name).at("code").get<std::string>());
+  EXPECT_EQ(gm->to_string(), expected().at(name).at("str").get<std::string>());
 }
 
 TEST(GraphModule, PrintsLikeTorchFx) {

@@ -1,5 +1,7 @@
 // fx::Transformer, compared with what torch.fx.Transformer makes of the
 // Python originals in models.py (TRANSFORMS; expected texts from oracle.py).
+#include "models.h"
+
 #include <fx/fx.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,46 +11,21 @@
 
 namespace {
 
+using namespace fxcpp_test;
 using fx::kw;
 using fx::Value;
 using fx::ValueKwargs;
 using fx::nn::Linear;
 
-template <class M, class... A>
-std::shared_ptr<M> make(A&&... a) {
-  return std::make_shared<M>(std::forward<A>(a)...);
-}
-
-nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_TRACE_EXPECTED);
-    if (!in) return nlohmann::json();
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
 void expect_torch_fx_text(const fx::GraphModule& gm, const std::string& name) {
   ASSERT_TRUE(expected().contains(name)) << name;
-  EXPECT_EQ(gm.graph().to_string(), expected()[name]["graph"].get<std::string>()) << name;
-  EXPECT_EQ(gm.code(), expected()[name]["code"].get<std::string>()) << name;
-  EXPECT_EQ(gm.to_string(), expected()[name]["str"].get<std::string>()) << name;
+  EXPECT_EQ(gm.graph().to_string(), expected().at(name).at("graph").get<std::string>()) << name;
+  EXPECT_EQ(gm.code(), expected().at(name).at("code").get<std::string>()) << name;
+  EXPECT_EQ(gm.to_string(), expected().at(name).at("str").get<std::string>()) << name;
 }
 
 #define SKIP_WITHOUT_ORACLE() \
   if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_TRACE_EXPECTED << ")"
-
-struct SimpleNet : fx::Module {
-  std::shared_ptr<Linear> linear1, linear2;
-  SimpleNet() : fx::Module("SimpleNet") {
-    linear1 = register_module("linear1", make<Linear>(10, 20));
-    linear2 = register_module("linear2", make<Linear>(20, 10));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value x = fx::call("torch.relu", (*linear1)(in[0]));
-    return fx::call("torch.relu", (*linear2)(x));
-  }
-};
 
 struct NegSigmoid : fx::Module {
   NegSigmoid() : fx::Module("NegSigmoid") {}
@@ -72,20 +49,6 @@ struct Mixed : fx::Module {
     y = (*seq)(y)-scale + offset;
     Value z = fx::call("torch.matmul", y, linear->weight);
     return Value::tuple({z * in[1], y.sum(kw("dim", -1))});
-  }
-};
-
-struct Attributes : fx::Module {
-  at::Tensor w, scale, offset;
-  Attributes() : fx::Module("Attributes") {
-    w = register_parameter("w", torch::rand({3}));
-    scale = register_buffer("scale", torch::ones({3}));
-    offset = register_attribute("offset", torch::zeros({3}));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value y = in[0] * w + w;
-    y = y * scale - scale;
-    return y + offset;
   }
 };
 
@@ -159,34 +122,6 @@ TEST(Transformer, IdentityKeepsModulesParametersBuffersAndConstants) {
   EXPECT_TRUE(torch::allclose((*sa)(v).tensor(), attrs(v).tensor()));
 }
 
-// The ResNet block of trace_test.cpp: leaf modules, a traced-through Sequential, eval mode kept.
-struct BasicBlock : fx::Module {
-  std::shared_ptr<fx::nn::Conv2d> conv1, conv2;
-  std::shared_ptr<fx::nn::BatchNorm2d> bn1, bn2;
-  std::shared_ptr<fx::nn::ReLU> relu;
-  std::shared_ptr<fx::nn::Sequential> downsample;
-  static std::shared_ptr<fx::nn::Conv2d> conv(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p) {
-    return make<fx::nn::Conv2d>(in, out, std::vector<int64_t>{k, k}, std::vector<int64_t>{s, s},
-                                std::vector<int64_t>{p, p}, std::vector<int64_t>{1, 1}, 1, false);
-  }
-  BasicBlock() : fx::Module("BasicBlock") {
-    conv1 = register_module("conv1", conv(4, 8, 3, 2, 1));
-    bn1 = register_module("bn1", make<fx::nn::BatchNorm2d>(8));
-    relu = register_module("relu", make<fx::nn::ReLU>(true));
-    conv2 = register_module("conv2", conv(8, 8, 3, 1, 1));
-    bn2 = register_module("bn2", make<fx::nn::BatchNorm2d>(8));
-    downsample =
-        register_module("downsample", make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
-                                          conv(4, 8, 1, 2, 0), make<fx::nn::BatchNorm2d>(8)}));
-  }
-  Value forward(const std::vector<Value>& in) override {
-    Value out = (*relu)((*bn1)((*conv1)(in[0])));
-    out = (*bn2)((*conv2)(out));
-    out += (*downsample)(in[0]);
-    return (*relu)(out);
-  }
-};
-
 TEST(Transformer, IdentityOnResNetBlock) {
   SKIP_WITHOUT_ORACLE();
   BasicBlock block;
@@ -230,13 +165,6 @@ TEST(Transformer, OverridesRecordSeveralNodesAndConstants) {
   EXPECT_TRUE(torch::allclose((*out)(x).tensor(), h * torch::sigmoid(h) * 0.5));
   EXPECT_FALSE(gm->has_attribute("_tensor_constant0"));  // the original did not grow one
 }
-
-// A tracer that traces into Linear: call_module asks the tracer's leaf policy.
-struct LinearNotLeaf : fx::Tracer {
-  bool is_leaf_module(const fx::Module& m, std::string_view) const override {
-    return !dynamic_cast<const Linear*>(&m);
-  }
-};
 
 TEST(Transformer, CallModuleFollowsTheTracersLeafPolicy) {
   torch::manual_seed(0);
