@@ -1,7 +1,12 @@
 #!/usr/bin/python3
 """Prints graph_bench (fxcpp) and fx_graph_bench.py (torch.fx) side by side.
 
-    compare.py FXCPP_JSON TORCHFX_JSON
+    compare.py FXCPP_JSON TORCHFX_JSON [--min-ratio R]
+
+Also compares passes_bench with fx_passes_bench.py: workloads not in the
+graph_bench list are printed after it, in the order fxcpp ran them.
+--min-ratio R checks that every workload with both timings at N >= 10,000
+is at least R times faster in fxcpp.
 
 FXCPP_JSON is the output of `graph_bench --benchmark_format=json`,
 TORCHFX_JSON the output of bench/fx_graph_bench.py. Prints one markdown
@@ -73,17 +78,28 @@ def fmt_ratio(r):
 
 
 def main():
-    if len(sys.argv) != 3:
+    argv = sys.argv[1:]
+    min_ratio = None
+    if "--min-ratio" in argv:
+        i = argv.index("--min-ratio")
+        min_ratio = float(argv[i + 1])
+        del argv[i:i + 2]
+    if len(argv) != 2:
         sys.exit(__doc__)
-    ctx, cpp = load_fxcpp(sys.argv[1])
-    fxinfo, py = load_torchfx(sys.argv[2])
+    ctx, cpp = load_fxcpp(argv[0])
+    fxinfo, py = load_torchfx(argv[1])
+    workloads = list(WORKLOADS)
+    for (w, _) in list(cpp) + list(py):
+        if w not in workloads:
+            workloads.append(w)
+    ratio_checks = []
 
     rows = ["| workload | N | fxcpp | torch.fx | torch.fx / fxcpp | fxcpp ns/node |",
             "|---|---:|---:|---:|---:|---:|"]
     headline = None
     best_iterate = None
     sizes = sorted({n for (_, n) in cpp} | {n for (_, n) in py})
-    for w in WORKLOADS:
+    for w in workloads:
         for n in sizes:
             c = cpp.get((w, n))
             p = py.get((w, n))
@@ -102,12 +118,16 @@ def main():
             elif p["status"] == "ok":
                 pt = fmt_time(p["seconds"])
                 ratio = fmt_ratio(p["seconds"] / c["seconds"]) if c else "—"
+                if c and n >= 10000:
+                    ratio_checks.append((w, n, p["seconds"] / c["seconds"], False))
                 if c and w == "build_python_code" and n == HEADLINE_N:
                     headline = p["seconds"] / c["seconds"]
             elif "estimated_seconds" in p:
                 est = p["estimated_seconds"]
                 pt = f"not run (est. {fmt_time(est) if est < 10 else f'{est:,.0f} s'})"
                 ratio = f"~{fmt_ratio(est / c['seconds'])} (est.)" if c else "—"
+                if c and n >= 10000:
+                    ratio_checks.append((w, n, est / c["seconds"], True))
             else:
                 pt, ratio = "not run", "—"
             rows.append(f"| {LABELS.get(w, w)} | {n:,} | {ct} | {pt} | {ratio} | {per_node} |")
@@ -123,6 +143,11 @@ def main():
         ok = "met" if headline >= HEADLINE_RATIO else "NOT met"
         print(f"Target build + python_code at N={HEADLINE_N:,}: {headline:,.0f}× faster than torch.fx "
               f"(target ≥ {HEADLINE_RATIO:.0f}×: {ok}).")
+    if min_ratio is not None:
+        for w, n, r, est in ratio_checks:
+            ok = "met" if r >= min_ratio else "NOT met"
+            print(f"Target {LABELS.get(w, w)} at N={n:,}: {fmt_ratio(r)}{' (est.)' if est else ''} faster "
+                  f"than torch.fx (target ≥ {min_ratio:.0f}×: {ok}).")
     if best_iterate is not None:
         ok = "met" if best_iterate[1] >= ITERATE_TARGET else "NOT met"
         print(f"Target iterate: best {best_iterate[1] / 1e6:.0f} M nodes/s at N={best_iterate[0]:,} "

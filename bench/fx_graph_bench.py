@@ -34,28 +34,18 @@ at least 1, extrapolated).
 
 import argparse
 import gc
-import json
-import math
 import operator
-import platform
-import sys
 import time
 
-import torch
+import fxbench
 import torch.fx
 
 SIZES = [1000, 10000, 100000, 1000000]
-# A size is skipped when its estimate exceeds this many times --limit: an
-# exponent measured on two noisy sizes is rough (memory effects make linear
-# workloads look like N^1.2 between 10k and 100k), and a quadratic workload
-# overshoots any such margin by far.
-ESTIMATE_SLACK = 1.5
 WORKLOADS = ["build", "iterate", "python_code", "build_python_code",
              "replace_all_uses", "eliminate_dead_code", "graph_copy"]
 
 
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
+log = fxbench.log
 
 
 # ---- graphs -------------------------------------------------------------------
@@ -218,35 +208,6 @@ def w_graph_copy(n, shared):
 SETUPS = {name: globals()["w_" + name] for name in WORKLOADS}
 
 
-def measure(name, n, shared):
-    """Minimum over repeated runs of the timed part, in seconds."""
-    times = []
-    while True:
-        gc.disable()  # the inputs hold no garbage: building them needs no collection
-        state, timed = SETUPS[name](n, shared)
-        t0 = time.perf_counter()
-        result = timed(state)
-        t = time.perf_counter() - t0
-        gc.enable()
-        del result, state
-        gc.collect()
-        times.append(t)
-        if t > 2.0 or len(times) >= 20 or (len(times) >= 3 and sum(times) >= 0.5):
-            return min(times), len(times)
-
-
-def estimate(done, n):
-    """Extrapolated seconds for size n from the sizes already measured."""
-    if not done:
-        return 0.0
-    (n2, t2) = done[-1]
-    k = 1.0
-    if len(done) >= 2:
-        (n1, t1) = done[-2]
-        k = max(1.0, math.log(t2 / t1) / math.log(n2 / n1))
-    return t2 * (n / n2) ** k
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--limit", type=float, default=20.0,
@@ -254,50 +215,15 @@ def main():
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    workloads = args.workloads.split(",")
-
     self_check()
-    done = {w: [] for w in workloads}    # (n, seconds) measured
-    stopped = {w: None for w in workloads}  # why the workload stopped going up
-    results = []
-    start = time.perf_counter()
-    for n in sizes:
-        shared = Shared(n)
-        for w in workloads:
-            entry = {"workload": w, "n": n}
-            if stopped[w] is not None:
-                entry.update(status="skipped", reason=stopped[w],
-                             estimated_seconds=estimate(done[w], n))
-                results.append(entry)
-                continue
-            est = estimate(done[w], n)
-            if est > ESTIMATE_SLACK * args.limit:
-                stopped[w] = f"estimated {est:.0f} s > {ESTIMATE_SLACK * args.limit:.0f} s"
-                entry.update(status="skipped", reason=stopped[w], estimated_seconds=est)
-                log(f"{w:20s} N={n:>8d}  skipped: {stopped[w]}")
-                results.append(entry)
-                continue
-            t, reps = measure(w, n, shared)
-            done[w].append((n, t))
-            entry.update(status="ok", seconds=t, repeats=reps)
-            log(f"{w:20s} N={n:>8d}  {t * 1e3:12.3f} ms  ({reps} runs)")
-            if t > args.limit:
-                stopped[w] = f"N={n} took {t:.0f} s > {args.limit:.0f} s"
-            results.append(entry)
-        shared.release()
-    json.dump({
-        "library": "torch.fx",
-        "torch_version": torch.__version__,
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "timing": "min over runs, gc disabled while timing",
-        "limit_seconds": args.limit,
-        "skip_estimate_seconds": ESTIMATE_SLACK * args.limit,
-        "total_seconds": time.perf_counter() - start,
-        "results": results,
-    }, sys.stdout, indent=1)
-    print()
+    shared = [Shared(0)]  # the prebuilt chain of the size being measured
+
+    def measure_at(w, n):
+        if shared[0].n != n:
+            shared[0].release()
+            shared[0] = Shared(n)
+        return fxbench.measure(lambda: SETUPS[w](n, shared[0]))
+    fxbench.run(args.workloads.split(","), [int(s) for s in args.sizes.split(",")], args.limit, measure_at)
 
 
 if __name__ == "__main__":
