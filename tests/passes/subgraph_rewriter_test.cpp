@@ -3,12 +3,14 @@
 // models (subgraph_rewriter_oracle.py writes its answers), and the rewritten
 // modules compared numerically with the computation they should now perform.
 #include <fx/fx.h>
+#include <fx/models/resnet.h>
 #include <fx/passes/subgraph_matcher.h>
 #include <fx/subgraph_rewriter.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -507,6 +509,85 @@ TEST(SubgraphMatcher, Options) {
   expect_matcher("matcher_match_output", relu_add, {"x", "y"}, {true, false, true, false});
   expect_matcher("matcher_match_output_no_match", relu, {"x"}, {true, false, true, false});
   expect_matcher("matcher_match_placeholder", relu, {"x"}, {false, true, true, false});
+}
+
+// ---- a corpus model, and scale ------------------------------------------------
+
+struct ReluModule : fx::Module {
+  std::shared_ptr<fx::nn::ReLU> relu;
+  ReluModule() : fx::Module("Pattern") { relu = register_module("relu", std::make_shared<fx::nn::ReLU>(true)); }
+  Value forward(const std::vector<Value>& in) override { return (*relu)(in[0]); }
+};
+
+TEST(ReplacePattern, Resnet18StaysNumericallyEqual) {
+  torch::manual_seed(0);
+  auto model = fx::models::resnet18();
+  model->eval();
+  auto gm = fx::symbolic_trace(*model);
+  at::Tensor x = torch::randn({1, 3, 64, 64});
+  at::Tensor want = gm->run({x}).toTensor();
+
+  // The residual `out += identity` (operator.add) as torch.add, and the
+  // stem's ReLU module (call_module `relu`) as torch.relu.
+  auto adds = fx::replace_pattern(*gm, Pattern({"x", "y"}, [](Value a, Value b) { return a + b; }),
+                                  Pattern({"x", "y"}, [](Value a, Value b) { return fx::call("torch.add", a, b); }));
+  EXPECT_EQ(adds.size(), 8u);
+  ReluModule relu;
+  auto relus = fx::replace_pattern(*gm, relu, Pattern({"x"}, [](Value a) { return op("torch.relu", a); }));
+  EXPECT_EQ(relus.size(), 1u);
+  gm->graph().lint();
+  EXPECT_TRUE(gm->graph().find_nodes(fx::Op::call_function, "operator.add").empty());
+  EXPECT_EQ(gm->graph().find_nodes(fx::Op::call_function, "torch.add").size(), 8u);
+  EXPECT_EQ(gm->graph().find_nodes(fx::Op::call_module, "relu").size(), 0u);
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), want, 1e-5, 1e-6));
+}
+
+// A 20k-node chain: linear time, where a per-match scan of the graph (FX's
+// first-user search and cycle check) would be quadratic.
+TEST(ReplacePattern, LongChainIsLinear) {
+  constexpr int n = 20000;
+  auto gm = trace({"x"}, [](const std::vector<Value>& a) {
+    Value x = a[0];
+    for (int i = 0; i < n / 2; ++i) x = op("torch.relu", op("torch.sigmoid", x));
+    return x;
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto matches = fx::replace_pattern(
+      *gm, Pattern({"x"}, [](Value x) { return op("torch.relu", op("torch.sigmoid", x)); }),
+      Pattern({"x"}, [](Value x) { return op("torch.tanh", x); }));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(matches.size(), static_cast<size_t>(n / 2));
+  EXPECT_EQ(gm->graph().size(), static_cast<size_t>(n / 2 + 2));
+  std::cout << "replace_pattern on a " << n << "-node chain: " << seconds << " s\n";
+  at::Tensor x = torch::randn({3});
+  at::Tensor want = x;
+  for (int i = 0; i < n / 2; ++i) want = torch::tanh(want);
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), want));
+}
+
+// A multi-anchor pattern on a wide graph: later anchors' candidates are the
+// users of what the first anchor matched, not every node of their kind.
+TEST(SubgraphMatcher, MultiAnchorPatternOnAWideGraph) {
+  constexpr int n = 5000;
+  auto gm = trace({"x"}, [](const std::vector<Value>& a) {
+    std::vector<Value> outs;
+    for (int i = 0; i < n; ++i) {
+      Value y = a[0] * i;
+      Value s = op("torch.sigmoid", y);
+      outs.push_back(s + op("torch.relu", y));
+    }
+    return Value::tuple(outs);
+  });
+  auto pattern = trace({"a"}, [](const std::vector<Value>& a) {
+    Value s = op("torch.sigmoid", a[0]);
+    return Value::tuple({s, op("torch.relu", a[0])});
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto matches = fx::passes::SubgraphMatcher(pattern->graph()).match(gm->graph());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(matches.size(), static_cast<size_t>(n));
+  EXPECT_EQ(matches[7].placeholder_nodes[0].node()->name(), "mul_7");
+  std::cout << "two-anchor match on a " << 4 * n << "-node graph: " << seconds << " s\n";
 }
 
 // ---- bad input ----------------------------------------------------------------
