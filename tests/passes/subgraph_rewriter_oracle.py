@@ -332,8 +332,13 @@ def linear_mul_with_c_replacement(a, b, bias, c):
     return lin_res, torch.mul(lin_res, c)
 
 
+def traced(fn):
+    return lambda: torch.fx.symbolic_trace(fn)
+
+
 # name: (model, pattern, replacement)
 REWRITES = {
+    'traced_as_graph_modules': (SingleMatch, traced(neg_plus_relu), traced(sigmoid)),
     'single_match': (SingleMatch, neg_plus_relu, relu),
     'same_pattern_and_replacement': (SingleMatch, neg_plus_relu, neg_plus_relu),
     'multiple_matches': (MultipleMatch, cat_sum, stack),
@@ -505,8 +510,8 @@ def main():
     for name, (model, pattern, replacement) in REWRITES.items():
         torch.manual_seed(0)
         gm = torch.fx.symbolic_trace(model())
-        p = pattern() if isinstance(pattern, type) else pattern
-        r = replacement() if isinstance(replacement, type) else replacement
+        p = pattern() if isinstance(pattern, type) or pattern.__name__ == '<lambda>' else pattern
+        r = replacement() if isinstance(replacement, type) or replacement.__name__ == '<lambda>' else replacement
         matches = subgraph_rewriter.replace_pattern(gm, p, r)
         gm.graph.lint()
         out[name] = {'graph': norm(str(gm.graph)), 'code': norm(gm.code), 'matches': len(matches),

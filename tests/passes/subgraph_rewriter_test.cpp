@@ -91,6 +91,27 @@ TEST(ReplacePattern, SingleMatch) {
   }, {torch::randn({1, 3})});
 }
 
+// test_subgraph_rewriter_traced_as_callable: a GraphModule pattern, and here
+// a bare Graph replacement (torch.fx 2.x takes Graphs too).
+TEST(ReplacePattern, GraphModuleAndGraphPatterns) {
+  SKIP_WITHOUT_ORACLE();
+  auto gm = trace({"x"}, [](const std::vector<Value>& a) {
+    Value val = neg_plus_relu(a[0]);
+    return fx::call("torch.add", val, val);
+  });
+  auto pattern = trace({"x"}, [](const std::vector<Value>& a) { return neg_plus_relu(a[0]); });
+  fx::Graph replacement;
+  replacement.output(replacement.call_function("torch.sigmoid", {replacement.placeholder("x")}));
+  auto matches = fx::replace_pattern(*gm, *pattern, replacement);
+  expect_torch_fx_text(*gm, "traced_as_graph_modules", matches.size());
+  EXPECT_EQ(matches.at(0).pattern_graph.get(), &pattern->graph());
+  EXPECT_EQ(&matches.at(0).anchor->graph(), &pattern->graph());
+  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
+    Value s = op("torch.sigmoid", a[0]);
+    return s + s;
+  }, {torch::randn({3, 4})});
+}
+
 TEST(ReplacePattern, SamePatternAndReplacementKeepsLogic) {
   SKIP_WITHOUT_ORACLE();
   auto model = [](const std::vector<Value>& a) {
