@@ -137,7 +137,11 @@ class SubgraphMatcher::Search {
         if (nodes_are_equal(anchor, n)) all.push_back(n);
       return all;
     }
-    return g_.find_nodes(anchor->op(), anchor->target());
+    // find_nodes gives creation order; FX tries candidates in graph order,
+    // which differs once nodes were inserted before others.
+    std::vector<Node*> found = g_.find_nodes(anchor->op(), anchor->target());
+    std::sort(found.begin(), found.end(), [](const Node* a, const Node* b) { return a->is_before(b); });
+    return found;
   }
 
   // For a later anchor: a node that feeds it positionally and is already

@@ -360,6 +360,27 @@ REWRITES = {
 }
 
 
+class TwoUsersOutOfOrder(torch.nn.Module):
+    def forward(self, x, y):
+        a1 = torch.relu(x)
+        a2 = torch.relu(y)
+        u2 = a2 * 2
+        u1 = a1 * 3
+        return u1 + u2
+
+
+def tanh(x):
+    return torch.tanh(x)
+
+
+# name: (model, [(pattern, replacement), ...]) applied in turn. The first pass
+# inserts its second replacement before its first, so the second pass must
+# take candidates in graph order, not in the order nodes were created.
+SEQUENTIAL = {
+    'second_pass_graph_order': (TwoUsersOutOfOrder, [(relu, neg), (neg, tanh)]),
+}
+
+
 # ---- torch.fx 2.x's replace_pattern_with_filters, on 1.13's matcher -------
 
 class LiteralsMatcher(SubgraphMatcher):
@@ -517,6 +538,10 @@ def main():
         out[name] = {'graph': norm(str(gm.graph)), 'code': norm(gm.code), 'matches': len(matches),
                      'anchors': [m.anchor.name for m in matches],
                      'submodules': sorted(n for n, _ in gm.named_children())}
+    for name, (model, passes) in SEQUENTIAL.items():
+        gm = torch.fx.symbolic_trace(model())
+        counts = [len(subgraph_rewriter.replace_pattern(gm, p, r)) for p, r in passes]
+        out[name] = {'graph': norm(str(gm.graph)), 'code': norm(gm.code), 'matches': sum(counts)}
     for name, (model, pattern, replacement, filters, ignore) in FILTERED.items():
         gm = torch.fx.symbolic_trace(model())
         replacements = replace_pattern_with_filters(gm, pattern, replacement, filters, ignore)

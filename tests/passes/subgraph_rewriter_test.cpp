@@ -439,6 +439,23 @@ TEST(ReplacePattern, LocalRevertOfAFailedAnchor) {
   EXPECT_TRUE(torch::allclose(gm->run({x0, x1}).toTensor(), model.forward({x0, x1}).tensor()));
 }
 
+TEST(ReplacePattern, SecondPassTakesCandidatesInGraphOrder) {
+  SKIP_WITHOUT_ORACLE();
+  auto gm = trace({"x", "y"}, [](const std::vector<Value>& a) {
+    Value a1 = op("torch.relu", a[0]);
+    Value a2 = op("torch.relu", a[1]);
+    Value u2 = a2 * 2;
+    Value u1 = a1 * 3;
+    return u1 + u2;
+  });
+  Pattern relu({"x"}, [](Value x) { return op("torch.relu", x); });
+  Pattern neg({"x"}, [](Value x) { return op("torch.neg", x); });
+  Pattern tanh({"x"}, [](Value x) { return op("torch.tanh", x); });
+  size_t n = fx::replace_pattern(*gm, relu, neg).size();
+  n += fx::replace_pattern(*gm, neg, tanh).size();
+  expect_torch_fx_text(*gm, "second_pass_graph_order", n);
+}
+
 // ---- replace_pattern_with_filters (torch.fx 2.x) ---------------------------
 
 Value binary_op_scalar_relu(const std::vector<Value>& a) {
