@@ -456,6 +456,39 @@ TEST(ReplacePattern, SecondPassTakesCandidatesInGraphOrder) {
   expect_torch_fx_text(*gm, "second_pass_graph_order", n);
 }
 
+// torch.fx 2.x's test_replacement_with_attrs (1.13 fails on it: its
+// _replace_submodules looks tensors up as submodules). The replacement's
+// tensor attribute `c` is copied into the GraphModule; `b` stays its own.
+struct Attrs : fx::Module {
+  std::vector<std::string> names;
+  Attrs(std::string type, std::vector<std::pair<std::string, int64_t>> attrs, bool sub_b)
+      : fx::Module(std::move(type)), sub_b_(sub_b) {
+    for (auto& [name, v] : attrs) {
+      register_attribute(name, torch::tensor({v}));
+      names.push_back(name);
+    }
+  }
+  Value forward(const std::vector<Value>& in) override {
+    const auto& t = attributes();
+    if (names.size() == 2) return in[0] + t[0].second - t[1].second;  // M: x + a - b
+    return sub_b_ ? in[0] - t[0].second : in[0] + t[0].second;
+  }
+  bool sub_b_;
+};
+
+TEST(ReplacePattern, ReplacementTensorAttributesAreCopied) {
+  Attrs model("M", {{"a", 1}, {"b", 2}}, false), pattern("Pattern", {{"a", 1}}, false),
+      replacement("Replacement", {{"c", 3}}, true);
+  auto gm = fx::symbolic_trace(model);
+  auto matches = fx::replace_pattern(*gm, pattern, replacement);
+  EXPECT_EQ(matches.size(), 1u);
+  EXPECT_TRUE(gm->has_attribute("c"));
+  EXPECT_TRUE(torch::equal(gm->get_tensor("c"), torch::tensor({3})));
+  EXPECT_NE(gm->get_tensor("c").data_ptr(), replacement.attributes()[0].second.data_ptr());
+  at::Tensor x = torch::tensor({10});
+  EXPECT_TRUE(torch::equal(gm->run({x}).toTensor(), torch::tensor({10 - 3 - 2})));
+}
+
 // ---- replace_pattern_with_filters (torch.fx 2.x) ---------------------------
 
 Value binary_op_scalar_relu(const std::vector<Value>& a) {
@@ -658,6 +691,11 @@ TEST(ReplacePattern, BadInputThrowsBeforeChangingAnything) {
   dead.call_function("torch.neg", {x});
   dead.output(dead.call_function("torch.relu", {x}));
   EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(dead); }).find("'neg' has no users"), std::string::npos);
+
+  std::string unused = error_of([&] {
+    fx::replace_pattern(*gm, Pattern({"x", "y"}, [](Value a, Value) { return op("torch.relu", a); }), relu);
+  });
+  EXPECT_NE(unused.find("pattern node 'y' has no users"), std::string::npos) << unused;
 
   std::string inputs = error_of([&] {
     fx::replace_pattern(*gm, relu, Pattern({"x", "y"}, [](Value a, Value b) { return a + b; }));
