@@ -87,7 +87,8 @@ class Pattern {
   template <class F, size_t N = 0>
   static Function adapt_values(F fn, size_t names) {
     if constexpr (N > 8) {
-      static_assert(N <= 8, "fx::Pattern: the function must take up to 8 fx::Value, or const std::vector<fx::Value>&");
+      static_assert(
+          N <= 8, "fx::Pattern: the function must take up to 8 fx::Value, or const std::vector<fx::Value>&");
       return {};
     } else if constexpr (takes_values<F>(std::make_index_sequence<N>())) {
       if (names != N) throw_arity(N, names);

@@ -58,7 +58,8 @@ Node* InternalMatch::graph_node(const Node* pattern_node) const {
 SubgraphMatcher::SubgraphMatcher(const Graph& pattern, SubgraphMatcherOptions options)
     : pattern_(pattern), options_(options) {
   nodes_ = pattern.nodes().to_vector();
-  if (nodes_.empty()) throw Error("SubgraphMatcher: the pattern graph is empty; give it at least one node and an output");
+  if (nodes_.empty())
+    throw Error("SubgraphMatcher: the pattern graph is empty; give it at least one node and an output");
   Node* output = nodes_.back();
   if (output->op() != Op::output)
     throw Error("SubgraphMatcher: the pattern graph has no output node (its last node is " + quoted(output) +
@@ -73,7 +74,8 @@ SubgraphMatcher::SubgraphMatcher(const Graph& pattern, SubgraphMatcherOptions op
   }
   returning_ = output->all_input_nodes();
   if (returning_.empty())
-    throw Error("SubgraphMatcher: the pattern's output returns no node; return the values the pattern computes");
+    throw Error(
+        "SubgraphMatcher: the pattern's output returns no node; return the values the pattern computes");
   if (options_.match_output) {
     anchors_ = {output};
   } else {

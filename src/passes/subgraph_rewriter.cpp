@@ -48,9 +48,12 @@ size_t replacement_output_count(const Graph& replacement, size_t pattern_returns
     throw Error("replace_pattern: the replacement graph has no output node; end it with graph.output(...)");
   const Argument& rv = out->args()[0];
   std::vector<Argument> items;
-  if (const auto* t = std::get_if<Tuple>(&rv.storage())) items = t->items;
-  else if (const auto* l = std::get_if<List>(&rv.storage())) items = l->items;
-  else items = {rv};
+  if (const auto* t = std::get_if<Tuple>(&rv.storage()))
+    items = t->items;
+  else if (const auto* l = std::get_if<List>(&rv.storage()))
+    items = l->items;
+  else
+    items = {rv};
   for (size_t i = 0; i < items.size(); ++i)
     if (!items[i].is_node())
       throw Error("replace_pattern: output " + std::to_string(i) + " of the replacement is a " +
@@ -70,8 +73,8 @@ void check_attributes(const GraphModule& gm, const Pattern::Resolved& replacemen
     if (n->op() != Op::get_attr && n->op() != Op::call_module) continue;
     const std::string& path = n->target().str();
     if (gm.has_attribute(path) || (replacement.owner && replacement.owner->has_attribute(path))) continue;
-    throw Error("replace_pattern: the replacement's node " + quoted(n) + " (" + std::string(op_name(n->op())) +
-                ") refers to '" + path +
+    throw Error("replace_pattern: the replacement's node " + quoted(n) + " (" +
+                std::string(op_name(n->op())) + ") refers to '" + path +
                 "', which neither the GraphModule nor the replacement has; give the replacement as the "
                 "fx::Module or GraphModule that owns it");
   }
@@ -92,8 +95,8 @@ void copy_attributes(GraphModule& gm, const Pattern::Resolved& replacement) {
       try {
         copy = m->clone();
       } catch (const std::exception& e) {
-        throw Error("replace_pattern: cannot copy the replacement's submodule '" + path + "' into the GraphModule: " +
-                    e.what());
+        throw Error("replace_pattern: cannot copy the replacement's submodule '" + path +
+                    "' into the GraphModule: " + e.what());
       }
       gm.add_submodule(path, std::move(copy));
       continue;
@@ -104,8 +107,8 @@ void copy_attributes(GraphModule& gm, const Pattern::Resolved& replacement) {
     torch::nn::Module* owner = from.get_submodule(parent_path);
     torch::nn::Module* target = gm.get_submodule(parent_path);
     if (!target)
-      throw Error("replace_pattern: cannot copy the replacement's tensor '" + path + "': the GraphModule has no module '" +
-                  parent_path + "' to hold it");
+      throw Error("replace_pattern: cannot copy the replacement's tensor '" + path +
+                  "': the GraphModule has no module '" + parent_path + "' to hold it");
     at::Tensor t = from.get_tensor(path);
     at::Tensor copy = t.detach().clone().set_requires_grad(t.requires_grad());
     if (owner && owner->named_parameters(false).find(name)) {
@@ -115,8 +118,8 @@ void copy_attributes(GraphModule& gm, const Pattern::Resolved& replacement) {
     } else if (auto* fm = dynamic_cast<Module*>(target)) {
       fm->register_attribute(name, copy);
     } else {
-      throw Error("replace_pattern: cannot copy the replacement's tensor '" + path + "': module '" + parent_path +
-                  "' of the GraphModule cannot hold a plain tensor attribute");
+      throw Error("replace_pattern: cannot copy the replacement's tensor '" + path + "': module '" +
+                  parent_path + "' of the GraphModule cannot hold a plain tensor attribute");
     }
   }
 }
@@ -159,17 +162,21 @@ std::vector<ReplacedPatterns> replace_pattern_with_filters(GraphModule& gm, cons
   Pattern::Resolved pat = pattern.resolve();
   Pattern::Resolved rep = replacement.resolve();
   if (pat.graph == &graph || rep.graph == &graph)
-    throw Error("replace_pattern: the pattern and the replacement must be graphs other than the GraphModule's own");
+    throw Error(
+        "replace_pattern: the pattern and the replacement must be graphs other than the GraphModule's own");
   for (size_t i = 0; i < match_filters.size(); ++i)
-    if (!match_filters[i]) throw Error("replace_pattern_with_filters: match filter " + std::to_string(i) + " is empty");
+    if (!match_filters[i])
+      throw Error("replace_pattern_with_filters: match filter " + std::to_string(i) + " is empty");
 
-  passes::SubgraphMatcher matcher(*pat.graph, passes::SubgraphMatcherOptions{false, false, true, ignore_literals});
+  passes::SubgraphMatcher matcher(*pat.graph,
+                                  passes::SubgraphMatcherOptions{false, false, true, ignore_literals});
   rep.graph->lint();
   std::vector<Node*> rep_placeholders = placeholders_of(*rep.graph);
   if (rep_placeholders.size() != matcher.pattern_placeholder_nodes().size())
-    throw Error("replace_pattern: the replacement takes " + std::to_string(rep_placeholders.size()) +
-                " input(s) but the pattern takes " + std::to_string(matcher.pattern_placeholder_nodes().size()) +
-                "; give the replacement the pattern's parameters, in the same order, even those it does not use");
+    throw Error(
+        "replace_pattern: the replacement takes " + std::to_string(rep_placeholders.size()) +
+        " input(s) but the pattern takes " + std::to_string(matcher.pattern_placeholder_nodes().size()) +
+        "; give the replacement the pattern's parameters, in the same order, even those it does not use");
   replacement_output_count(*rep.graph, matcher.pattern_returning_nodes().size());
   check_attributes(gm, rep);
 
@@ -248,7 +255,8 @@ std::vector<ReplacedPatterns> replace_pattern_with_filters(GraphModule& gm, cons
       // when that input matched one; it cannot take over a node's uses.
       if (!outputs[i])
         throw Error("replace_pattern: output " + std::to_string(i) +
-                    " of the replacement is an input that matched a literal; it cannot replace node " + quoted(gn));
+                    " of the replacement is an input that matched a literal; it cannot replace node " +
+                    quoted(gn));
       gn->replace_all_uses_with(outputs[i]);
       changed[gn] = outputs[i];
     }
@@ -256,7 +264,8 @@ std::vector<ReplacedPatterns> replace_pattern_with_filters(GraphModule& gm, cons
       if ((*it)->op() == Op::placeholder || (*it)->op() == Op::output) continue;
       graph.erase_node(m.graph_node(*it));
     }
-    result.push_back(ReplacedPatterns{m.anchors[0], std::move(m.nodes_map), std::move(copies), pattern_graph});
+    result.push_back(
+        ReplacedPatterns{m.anchors[0], std::move(m.nodes_map), std::move(copies), pattern_graph});
   }
 
   if (!result.empty()) copy_attributes(gm, rep);

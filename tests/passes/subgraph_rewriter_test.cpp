@@ -30,7 +30,8 @@ const nlohmann::json& expected() {
 }
 
 #define SKIP_WITHOUT_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+  if (expected().is_null())   \
+  GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
 
 Value op(const char* fn, Value a) { return fx::call(fn, std::move(a)); }
 
@@ -54,7 +55,8 @@ void expect_anchors(const std::vector<fx::Match>& matches, const std::string& na
 }
 
 // gm(inputs) == reference(inputs), run eagerly on the same tensors.
-void expect_same_outputs(fx::GraphModule& gm, const Pattern::Function& reference, std::vector<at::Tensor> inputs) {
+void expect_same_outputs(fx::GraphModule& gm, const Pattern::Function& reference,
+                         std::vector<at::Tensor> inputs) {
   std::vector<Value> vin(inputs.begin(), inputs.end());
   Value want = reference(vin);
   Value got = gm.forward(vin);
@@ -79,16 +81,17 @@ TEST(ReplacePattern, SingleMatch) {
     Value val = neg_plus_relu(a[0]);
     return fx::call("torch.add", val, val);
   });
-  auto matches = fx::replace_pattern(*gm, Pattern({"x"}, neg_plus_relu), Pattern({"x"}, [](Value x) {
-                                       return op("torch.relu", x);
-                                     }));
+  auto matches = fx::replace_pattern(*gm, Pattern({"x"}, neg_plus_relu),
+                                     Pattern({"x"}, [](Value x) { return op("torch.relu", x); }));
   expect_torch_fx_text(*gm, "single_match", matches.size());
   expect_anchors(matches, "single_match");
   gm->graph().lint();
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    Value r = op("torch.relu", a[0]);
-    return r + r;
-  }, {torch::randn({1, 3})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        Value r = op("torch.relu", a[0]);
+                        return r + r;
+                      },
+                      {torch::randn({1, 3})});
 }
 
 // test_subgraph_rewriter_traced_as_callable: a GraphModule pattern, and here
@@ -106,10 +109,12 @@ TEST(ReplacePattern, GraphModuleAndGraphPatterns) {
   expect_torch_fx_text(*gm, "traced_as_graph_modules", matches.size());
   EXPECT_EQ(matches.at(0).pattern_graph.get(), &pattern->graph());
   EXPECT_EQ(&matches.at(0).anchor->graph(), &pattern->graph());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    Value s = op("torch.sigmoid", a[0]);
-    return s + s;
-  }, {torch::randn({3, 4})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        Value s = op("torch.sigmoid", a[0]);
+                        return s + s;
+                      },
+                      {torch::randn({3, 4})});
 }
 
 TEST(ReplacePattern, SamePatternAndReplacementKeepsLogic) {
@@ -133,15 +138,22 @@ TEST(ReplacePattern, MultipleMatches) {
     Value s = a[0] + op("torch.max", m1);
     return s + op("torch.max", m2);
   });
-  auto matches = fx::replace_pattern(
-      *gm, Pattern({"w1", "w2"}, [](Value w1, Value w2) { return fx::call("torch.cat", Value::list({w1, w2})).sum(); }),
-      Pattern({"w1", "w2"}, [](Value w1, Value w2) { return fx::call("torch.stack", Value::list({w1, w2})); }));
+  auto matches = fx::replace_pattern(*gm,
+                                     Pattern({"w1", "w2"},
+                                             [](Value w1, Value w2) {
+                                               return fx::call("torch.cat", Value::list({w1, w2})).sum();
+                                             }),
+                                     Pattern({"w1", "w2"}, [](Value w1, Value w2) {
+                                       return fx::call("torch.stack", Value::list({w1, w2}));
+                                     }));
   expect_torch_fx_text(*gm, "multiple_matches", matches.size());
   expect_anchors(matches, "multiple_matches");
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    Value m = fx::call("torch.stack", Value::list({a[1], a[2]}));
-    return a[0] + op("torch.max", m) + op("torch.max", m);
-  }, {torch::rand({1, 3}), torch::rand({1, 3}), torch::rand({1, 3})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        Value m = fx::call("torch.stack", Value::list({a[1], a[2]}));
+                        return a[0] + op("torch.max", m) + op("torch.max", m);
+                      },
+                      {torch::rand({1, 3}), torch::rand({1, 3}), torch::rand({1, 3})});
 }
 
 Value sigmoids(Value x, int n) {
@@ -166,9 +178,10 @@ TEST(ReplacePattern, ConsecutiveMatches) {
   auto matches = fx::replace_pattern(*gm, Pattern({"x"}, [](Value x) { return op("torch.sigmoid", x); }),
                                      Pattern({"x"}, [](Value x) { return op("torch.exp", x); }));
   expect_torch_fx_text(*gm, "consecutive_matches", matches.size());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    return op("torch.exp", op("torch.exp", op("torch.exp", a[0])));
-  }, {torch::randn({3, 4})});
+  expect_same_outputs(
+      *gm,
+      [](const std::vector<Value>& a) { return op("torch.exp", op("torch.exp", op("torch.exp", a[0]))); },
+      {torch::randn({3, 4})});
 }
 
 TEST(ReplacePattern, InternalNodeUsedOutsideIsNotReplaced) {
@@ -183,14 +196,16 @@ TEST(ReplacePattern, InternalNodeUsedOutsideIsNotReplaced) {
     return Value::tuple({op("torch.sum", t1), op("torch.sum", t2)});
   });
   std::string before = gm->code();
-  auto matches = fx::replace_pattern(
-      *gm, Pattern({"x", "w1", "w2", "b1", "b2"}, [](const std::vector<Value>& a) {
-        Value m1 = fx::call("torch.cat", Value::list({a[1], a[2]}));
-        Value m2 = fx::call("torch.cat", Value::list({a[0], a[4]}));
-        return fx::call("torch.addmm", a[3], m1, m2.t());
-      }),
-      Pattern({"x", "w1", "w2", "b1", "b2"},
-              [](const std::vector<Value>& a) { return fx::call("torch.cat", Value::list({a[0], a[1], a[2]})); }));
+  auto matches = fx::replace_pattern(*gm,
+                                     Pattern({"x", "w1", "w2", "b1", "b2"},
+                                             [](const std::vector<Value>& a) {
+                                               Value m1 = fx::call("torch.cat", Value::list({a[1], a[2]}));
+                                               Value m2 = fx::call("torch.cat", Value::list({a[0], a[4]}));
+                                               return fx::call("torch.addmm", a[3], m1, m2.t());
+                                             }),
+                                     Pattern({"x", "w1", "w2", "b1", "b2"}, [](const std::vector<Value>& a) {
+                                       return fx::call("torch.cat", Value::list({a[0], a[1], a[2]}));
+                                     }));
   EXPECT_TRUE(matches.empty());
   EXPECT_EQ(gm->code(), before);
   expect_torch_fx_text(*gm, "internal_node_escapes", matches.size());
@@ -206,10 +221,12 @@ TEST(ReplacePattern, CorrectOutputReplacement) {
   auto matches = fx::replace_pattern(*gm, Pattern({"x"}, [](Value x) { return op("torch.relu", x); }),
                                      Pattern({"x"}, [](Value x) { return op("torch.neg", x); }));
   expect_torch_fx_text(*gm, "correct_output_replacement", matches.size());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    Value val = op("torch.neg", a[1]) + op("torch.neg", a[0]);
-    return val + val;
-  }, {torch::randn({4, 4}), torch::randn({4, 4})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        Value val = op("torch.neg", a[1]) + op("torch.neg", a[0]);
+                        return val + val;
+                      },
+                      {torch::randn({4, 4}), torch::randn({4, 4})});
 }
 
 TEST(ReplacePattern, ReturnedNodeMayHaveUsersOutsideTheMatch) {
@@ -229,13 +246,19 @@ TEST(ReplacePattern, MultipleOutputs) {
     Value s = op("torch.sigmoid", a[0]);
     return s + op("torch.relu", a[0]);
   });
-  auto matches = fx::replace_pattern(
-      *gm, Pattern({"a"}, [](Value a) { return Value::tuple({op("torch.sigmoid", a), op("torch.relu", a)}); }),
-      Pattern({"x"}, [](Value x) { return Value::tuple({op("torch.exp", x), op("torch.abs", x)}); }));
+  auto matches =
+      fx::replace_pattern(*gm,
+                          Pattern({"a"},
+                                  [](Value a) {
+                                    return Value::tuple({op("torch.sigmoid", a), op("torch.relu", a)});
+                                  }),
+                          Pattern({"x"}, [](Value x) {
+                            return Value::tuple({op("torch.exp", x), op("torch.abs", x)});
+                          }));
   expect_torch_fx_text(*gm, "multiple_outputs", matches.size());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    return op("torch.exp", a[0]) + op("torch.abs", a[0]);
-  }, {torch::randn({3, 4})});
+  expect_same_outputs(
+      *gm, [](const std::vector<Value>& a) { return op("torch.exp", a[0]) + op("torch.abs", a[0]); },
+      {torch::randn({3, 4})});
 }
 
 TEST(ReplacePattern, DuplicatedOutputs) {
@@ -245,20 +268,25 @@ TEST(ReplacePattern, DuplicatedOutputs) {
     Value s = op("torch.sigmoid", x);
     return s + op("torch.relu", x);
   });
-  auto matches = fx::replace_pattern(*gm, Pattern({"a1", "a2"}, [](Value a1, Value a2) {
-                                       Value a = a1 - a2;
-                                       return Value::tuple({op("torch.sigmoid", a), op("torch.relu", a), a});
-                                     }),
-                                     Pattern({"x1", "x2"}, [](Value x1, Value x2) {
-                                       Value y1 = op("torch.exp", x1);
-                                       Value y2 = op("torch.abs", x2);
-                                       return Value::tuple({y2, y2, y1});
-                                     }));
+  auto matches =
+      fx::replace_pattern(*gm,
+                          Pattern({"a1", "a2"},
+                                  [](Value a1, Value a2) {
+                                    Value a = a1 - a2;
+                                    return Value::tuple({op("torch.sigmoid", a), op("torch.relu", a), a});
+                                  }),
+                          Pattern({"x1", "x2"}, [](Value x1, Value x2) {
+                            Value y1 = op("torch.exp", x1);
+                            Value y2 = op("torch.abs", x2);
+                            return Value::tuple({y2, y2, y1});
+                          }));
   expect_torch_fx_text(*gm, "duplicated_outputs", matches.size());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    Value y2 = op("torch.abs", a[1]);
-    return y2 + y2;
-  }, {torch::randn({3, 4}), torch::randn({3, 4})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        Value y2 = op("torch.abs", a[1]);
+                        return y2 + y2;
+                      },
+                      {torch::randn({3, 4}), torch::randn({3, 4})});
 }
 
 TEST(ReplacePattern, UnusedArgs) {
@@ -290,8 +318,9 @@ TEST(ReplacePattern, CallMethodWithIdentityReplacement) {
 TEST(ReplacePattern, PlaceholderMatchesANode) {
   SKIP_WITHOUT_ORACLE();
   auto gm = trace({"x"}, [](const std::vector<Value>& a) { return dequant_sigmoid_to(a[0] + 3, false); });
-  auto matches = fx::replace_pattern(*gm, Pattern({"x"}, [](Value x) { return dequant_sigmoid_to(x, false); }),
-                                     Pattern({"x"}, [](Value x) { return x; }));
+  auto matches =
+      fx::replace_pattern(*gm, Pattern({"x"}, [](Value x) { return dequant_sigmoid_to(x, false); }),
+                          Pattern({"x"}, [](Value x) { return x; }));
   expect_torch_fx_text(*gm, "placeholder_matches_node", matches.size());
   expect_same_outputs(*gm, [](const std::vector<Value>& a) { return a[0] + 3; }, {torch::randn({3, 4})});
 }
@@ -337,16 +366,18 @@ TEST(ReplacePattern, LiteralsMustBeEqual) {
       *gm, Pattern({"x"}, [](Value x) { return fx::call("torch.add", x, 2).clamp(kw("min", 0.0)); }),
       Pattern({"x"}, [](Value x) { return fx::call("torch.mul", x, 2); }));
   expect_torch_fx_text(*gm, "literals", matches.size());
-  expect_same_outputs(*gm, [](const std::vector<Value>& a) {
-    return fx::call("torch.mul", a[0], 2) + fx::call("torch.add", a[0], 3).clamp(kw("min", 1.0));
-  }, {torch::randn({3, 4})});
+  expect_same_outputs(*gm,
+                      [](const std::vector<Value>& a) {
+                        return fx::call("torch.mul", a[0], 2) +
+                               fx::call("torch.add", a[0], 3).clamp(kw("min", 1.0));
+                      },
+                      {torch::randn({3, 4})});
 }
 
 struct SigmoidRelu : fx::Module {
   std::shared_ptr<fx::Module> first;
   std::shared_ptr<fx::nn::ReLU> submod;
-  SigmoidRelu(const std::string& type, bool tanh, bool add_one)
-      : fx::Module(type), add_one_(add_one) {
+  SigmoidRelu(const std::string& type, bool tanh, bool add_one) : fx::Module(type), add_one_(add_one) {
     if (tanh)
       first = register_module("tanh", std::make_shared<fx::nn::Tanh>());
     else
@@ -362,7 +393,8 @@ struct SigmoidRelu : fx::Module {
 
 TEST(ReplacePattern, CallModuleCopiesReplacementSubmodules) {
   SKIP_WITHOUT_ORACLE();
-  SigmoidRelu model("M", false, true), pattern("Pattern", false, false), replacement("Replacement", true, false);
+  SigmoidRelu model("M", false, true), pattern("Pattern", false, false),
+      replacement("Replacement", true, false);
   auto gm = fx::symbolic_trace(model);
   auto matches = fx::replace_pattern(*gm, pattern, replacement);
   expect_torch_fx_text(*gm, "call_module", matches.size());
@@ -393,10 +425,13 @@ TEST(ReplacePattern, NodesWithKwargs) {
   SKIP_WITHOUT_ORACLE();
   Kwargs model;
   auto gm = fx::symbolic_trace(model);
-  auto matches = fx::replace_pattern(*gm, Pattern({"a", "b", "bias"}, [](Value a, Value b, Value bias) {
-                                       Value lin = fx::call("torch.nn.functional.linear", a, b, kw("bias", bias));
-                                       return Value::tuple({lin, a * lin});
-                                     }),
+  auto matches = fx::replace_pattern(*gm,
+                                     Pattern({"a", "b", "bias"},
+                                             [](Value a, Value b, Value bias) {
+                                               Value lin = fx::call("torch.nn.functional.linear", a, b,
+                                                                    kw("bias", bias));
+                                               return Value::tuple({lin, a * lin});
+                                             }),
                                      Pattern({"a", "b", "bias"}, [](Value a, Value b, Value bias) {
                                        Value lin = fx::call("torch.matmul", a, b.t()) + bias;
                                        return Value::tuple({lin, fx::call("torch.mul", lin, a)});
@@ -425,10 +460,12 @@ TEST(ReplacePattern, LocalRevertOfAFailedAnchor) {
   LocalRevert model;
   auto gm = fx::symbolic_trace(model);
   auto matches = fx::replace_pattern(
-      *gm, Pattern({"a", "b", "bias", "c"}, [](const std::vector<Value>& a) {
-        Value lin = fx::call("torch.nn.functional.linear", a[0], a[1], kw("bias", a[2]));
-        return Value::tuple({lin, a[3] * lin});
-      }),
+      *gm,
+      Pattern({"a", "b", "bias", "c"},
+              [](const std::vector<Value>& a) {
+                Value lin = fx::call("torch.nn.functional.linear", a[0], a[1], kw("bias", a[2]));
+                return Value::tuple({lin, a[3] * lin});
+              }),
       Pattern({"a", "b", "bias", "c"}, [](const std::vector<Value>& a) {
         Value lin = fx::call("torch.nn.functional.linear", a[0], a[1], kw("bias", a[2]));
         return Value::tuple({lin, fx::call("torch.mul", lin, a[3])});
@@ -505,8 +542,9 @@ std::shared_ptr<fx::GraphModule> quantized() {
   });
 }
 
-void expect_filtered(const std::string& name, const std::vector<fx::MatchFilter>& filters, bool ignore_literals,
-                     const std::shared_ptr<fx::GraphModule>& gm, const Pattern& p, const Pattern& r) {
+void expect_filtered(const std::string& name, const std::vector<fx::MatchFilter>& filters,
+                     bool ignore_literals, const std::shared_ptr<fx::GraphModule>& gm, const Pattern& p,
+                     const Pattern& r) {
   auto replaced = fx::replace_pattern_with_filters(*gm, p, r, filters, ignore_literals);
   expect_torch_fx_text(*gm, name, replaced.size());
   std::vector<std::vector<std::string>> names;
@@ -550,8 +588,8 @@ std::string value_name(const fx::Argument& a) {
   return std::to_string(a.get<int64_t>());
 }
 
-void expect_matcher(const std::string& name, Pattern::Function pattern_fn, std::vector<fx::Module::Param> params,
-                    fx::passes::SubgraphMatcherOptions options) {
+void expect_matcher(const std::string& name, Pattern::Function pattern_fn,
+                    std::vector<fx::Module::Param> params, fx::passes::SubgraphMatcherOptions options) {
   auto gm = trace({"x", "y"}, [](const std::vector<Value>& a) {
     return op("torch.relu", op("torch.relu", op("torch.relu", a[0]))) + a[1];
   });
@@ -565,7 +603,8 @@ void expect_matcher(const std::string& name, Pattern::Function pattern_fn, std::
     std::vector<std::string> placeholders, returning;
     for (const auto& a : m.placeholder_nodes) placeholders.push_back(value_name(a));
     for (const auto* n : m.returning_nodes) returning.push_back(n->name());
-    got.push_back({{"nodes_map", nodes_map}, {"placeholder_nodes", placeholders}, {"returning_nodes", returning}});
+    got.push_back(
+        {{"nodes_map", nodes_map}, {"placeholder_nodes", placeholders}, {"returning_nodes", returning}});
   }
   EXPECT_EQ(got, expected()[name]["matches"]) << name;
 }
@@ -586,7 +625,9 @@ TEST(SubgraphMatcher, Options) {
 
 struct ReluModule : fx::Module {
   std::shared_ptr<fx::nn::ReLU> relu;
-  ReluModule() : fx::Module("Pattern") { relu = register_module("relu", std::make_shared<fx::nn::ReLU>(true)); }
+  ReluModule() : fx::Module("Pattern") {
+    relu = register_module("relu", std::make_shared<fx::nn::ReLU>(true));
+  }
   Value forward(const std::vector<Value>& in) override { return (*relu)(in[0]); }
 };
 
@@ -600,8 +641,9 @@ TEST(ReplacePattern, Resnet18StaysNumericallyEqual) {
 
   // The residual `out += identity` (operator.add) as torch.add, and the
   // stem's ReLU module (call_module `relu`) as torch.relu.
-  auto adds = fx::replace_pattern(*gm, Pattern({"x", "y"}, [](Value a, Value b) { return a + b; }),
-                                  Pattern({"x", "y"}, [](Value a, Value b) { return fx::call("torch.add", a, b); }));
+  auto adds =
+      fx::replace_pattern(*gm, Pattern({"x", "y"}, [](Value a, Value b) { return a + b; }),
+                          Pattern({"x", "y"}, [](Value a, Value b) { return fx::call("torch.add", a, b); }));
   EXPECT_EQ(adds.size(), 8u);
   ReluModule relu;
   auto relus = fx::replace_pattern(*gm, relu, Pattern({"x"}, [](Value a) { return op("torch.relu", a); }));
@@ -680,8 +722,10 @@ TEST(ReplacePattern, BadInputThrowsBeforeChangingAnything) {
 
   fx::Graph no_output;
   no_output.call_function("torch.relu", {no_output.placeholder("x")});
-  EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(no_output); }).find("no output node"), std::string::npos);
-  EXPECT_NE(error_of([&] { fx::replace_pattern(*gm, no_output, relu); }).find("no output node"), std::string::npos);
+  EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(no_output); }).find("no output node"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { fx::replace_pattern(*gm, no_output, relu); }).find("no output node"),
+            std::string::npos);
 
   fx::Graph empty;
   EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(empty); }).find("empty"), std::string::npos);
@@ -690,7 +734,8 @@ TEST(ReplacePattern, BadInputThrowsBeforeChangingAnything) {
   fx::Node* x = dead.placeholder("x");
   dead.call_function("torch.neg", {x});
   dead.output(dead.call_function("torch.relu", {x}));
-  EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(dead); }).find("'neg' has no users"), std::string::npos);
+  EXPECT_NE(error_of([&] { fx::passes::SubgraphMatcher m(dead); }).find("'neg' has no users"),
+            std::string::npos);
 
   std::string unused = error_of([&] {
     fx::replace_pattern(*gm, Pattern({"x", "y"}, [](Value a, Value) { return op("torch.relu", a); }), relu);
@@ -707,13 +752,15 @@ TEST(ReplacePattern, BadInputThrowsBeforeChangingAnything) {
   });
   EXPECT_NE(outputs.find("returns 2 value(s) but the pattern returns 1"), std::string::npos) << outputs;
 
-  std::string literal = error_of([&] { fx::replace_pattern(*gm, relu, Pattern({"x"}, [](Value) { return Value(1); })); });
+  std::string literal =
+      error_of([&] { fx::replace_pattern(*gm, relu, Pattern({"x"}, [](Value) { return Value(1); })); });
   EXPECT_NE(literal.find("not a node"), std::string::npos) << literal;
 
   std::string arity = error_of([&] { Pattern p({"x", "y"}, [](Value a) { return a; }); });
   EXPECT_NE(arity.find("takes 1 fx::Value(s) but 2 parameter name(s)"), std::string::npos) << arity;
 
-  std::string filter = error_of([&] { fx::replace_pattern_with_filters(*gm, relu, relu, {fx::MatchFilter()}); });
+  std::string filter =
+      error_of([&] { fx::replace_pattern_with_filters(*gm, relu, relu, {fx::MatchFilter()}); });
   EXPECT_NE(filter.find("match filter 0 is empty"), std::string::npos) << filter;
 
   EXPECT_NE(error_of([&] {
