@@ -72,6 +72,16 @@ void check_attributes(const GraphModule& gm, const Pattern::Resolved& replacemen
   for (Node* n : replacement.graph->nodes()) {
     if (n->op() != Op::get_attr && n->op() != Op::call_module) continue;
     const std::string& path = n->target().str();
+    // The tracer names a captured tensor `_tensor_constantN` in every module
+    // it traces: the GraphModule's own constant of that name (which takes
+    // precedence) would silently stand in for the replacement's.
+    if (n->op() == Op::get_attr && path.rfind("_tensor_constant", 0) == 0 && replacement.owner &&
+        gm.has_attribute(path) && replacement.owner->has_attribute(path) &&
+        gm.get_tensor(path).unsafeGetTensorImpl() !=
+            replacement.owner->get_tensor(path).unsafeGetTensorImpl())
+      throw Error("replace_pattern: the replacement's constant '" + path +
+                  "' has the name of another tensor of the GraphModule; register the tensor on an fx::Module "
+                  "replacement under a name of its own");
     if (gm.has_attribute(path) || (replacement.owner && replacement.owner->has_attribute(path))) continue;
     throw Error("replace_pattern: the replacement's node " + quoted(n) + " (" +
                 std::string(op_name(n->op())) + ") refers to '" + path +

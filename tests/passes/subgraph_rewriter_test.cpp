@@ -775,6 +775,27 @@ TEST(ReplacePattern, BadInputThrowsBeforeChangingAnything) {
   gm->graph().lint();
 }
 
+TEST(ReplacePattern, CapturedTensorsOfGraphModuleAndReplacementDoNotMix) {
+  at::Tensor mine = torch::full({3}, 2.0), theirs = torch::full({3}, 5.0);
+  auto gm = trace({"x"}, [mine](const std::vector<Value>& a) { return op("torch.relu", a[0] * mine); });
+  ASSERT_TRUE(gm->has_attribute("_tensor_constant0"));
+  std::string before = gm->code();
+  Pattern relu({"x"}, [](Value x) { return op("torch.relu", x); });
+  std::string e = error_of([&] {
+    fx::replace_pattern(*gm, relu,
+                        Pattern({"x"}, [theirs](Value x) { return op("torch.sigmoid", x + theirs); }));
+  });
+  EXPECT_NE(e.find("constant '_tensor_constant0'"), std::string::npos) << e;
+  EXPECT_EQ(gm->code(), before);
+
+  // Without a clash, the replacement's constant is copied in.
+  auto plain = trace({"x"}, [](const std::vector<Value>& a) { return op("torch.relu", a[0]); });
+  fx::replace_pattern(*plain, relu,
+                      Pattern({"x"}, [theirs](Value x) { return op("torch.sigmoid", x + theirs); }));
+  at::Tensor x = torch::randn({3});
+  EXPECT_TRUE(torch::allclose(plain->run({x}).toTensor(), torch::sigmoid(x + theirs)));
+}
+
 TEST(ReplacePattern, DeadMatchIsAnError) {
   auto gm = trace({"x"}, [](const std::vector<Value>& a) {
     op("torch.relu", a[0]);  // dead: nothing uses it
