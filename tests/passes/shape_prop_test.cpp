@@ -18,6 +18,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "small_model.h"
+
 namespace {
 
 using fx::passes::ShapeProp;
@@ -36,22 +38,7 @@ const json& expected() {
 #define NEED_ORACLE() \
   if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
 
-// passes_models.Small.
-struct Small : fx::Module {
-  std::shared_ptr<fx::nn::Conv2d> conv;
-  std::shared_ptr<fx::nn::BatchNorm2d> bn;
-  std::shared_ptr<fx::nn::Linear> lin;
-  Small() : fx::Module("Small", {"x", "y"}) {
-    conv = register_module("conv", std::make_shared<fx::nn::Conv2d>(3, 4, std::vector<int64_t>{3}));
-    bn = register_module("bn", std::make_shared<fx::nn::BatchNorm2d>(4));
-    lin = register_module("lin", std::make_shared<fx::nn::Linear>(4, 2));
-  }
-  fx::Value forward(const std::vector<fx::Value>& in) override {
-    fx::Value z = fx::call("torch.relu", (*bn)((*conv)(in[0])));
-    z = z.mean(fx::Value::tuple({2, 3}));
-    return fx::Value::tuple({(*lin)(z) + in[1], fx::call("torch.cat", fx::Value::list({z, z}), fx::kw("dim", 1))});
-  }
-};
+using fxcpp_tests::Small;
 
 std::shared_ptr<fx::Module> build(const std::string& name) {
   if (name == "small") return std::make_shared<Small>();
