@@ -31,7 +31,8 @@ class TempFile {
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     int fd = mkstemp(buf.data());
-    if (fd < 0) throw Error("DotGraph: cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+    if (fd < 0)
+      throw Error("DotGraph: cannot create a temporary file in " + dir + ": " + std::strerror(errno));
     ::close(fd);
     path_ = buf.data();
   }
@@ -53,7 +54,8 @@ std::string read_all(const std::string& path) {
 
 std::string DotGraph::create(std::string_view format, const std::string& prog) const {
   if (format.empty() || format.find_first_of(" \t\n") != std::string_view::npos)
-    throw Error("DotGraph::create: '" + std::string(format) + "' is not a Graphviz output format (svg, png, pdf...)");
+    throw Error("DotGraph::create: '" + std::string(format) +
+                "' is not a Graphviz output format (svg, png, pdf...)");
   TempFile in, out, err;
   {
     std::ofstream f(in.path(), std::ios::binary);
@@ -78,7 +80,8 @@ std::string DotGraph::create(std::string_view format, const std::string& prog) c
                 "); install Graphviz (e.g. apt-get install graphviz) or pass the path of its dot program");
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error("DotGraph::create: waiting for '" + prog + "' failed: " + std::strerror(errno));
+    if (errno != EINTR)
+      throw Error("DotGraph::create: waiting for '" + prog + "' failed: " + std::strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string why = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                                         : "was killed by signal " + std::to_string(WTERMSIG(status));

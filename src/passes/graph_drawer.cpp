@@ -42,7 +42,8 @@ bool needs_quotes(std::string_view s) {
   if (dbl_quoted || html) return false;
   // [_a-zA-Z][a-zA-Z0-9_,:"]*[a-zA-Z0-9_,"]+
   if (s.size() >= 2 && is_alpha_(s[0]) &&
-      all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c) || c == ',' || c == ':' || c == '"'; }) &&
+      all_of(s.substr(1),
+             [](char c) { return is_alpha_(c) || is_digit(c) || c == ',' || c == ':' || c == '"'; }) &&
       s.back() != ':')
     return false;
   // ([^:]*):([^:]*)
@@ -82,9 +83,9 @@ std::string escape_braces(std::string_view s) {
 // ---- FX's labels --------------------------------------------------------------
 
 constexpr std::array<const char*, 16> kHashColors = {
-    "CadetBlue1",   "Coral",          "DarkOliveGreen1", "DarkSeaGreen1", "GhostWhite", "Khaki1",
+    "CadetBlue1",     "Coral",        "DarkOliveGreen1", "DarkSeaGreen1", "GhostWhite",     "Khaki1",
     "LavenderBlush1", "LightSkyBlue", "MistyRose1",      "MistyRose2",    "PaleTurquoise2", "PeachPuff1",
-    "Salmon",       "Thistle1",       "Thistle3",        "Wheat1"};
+    "Salmon",         "Thistle1",     "Thistle3",        "Wheat1"};
 
 // FX's _get_node_style: fixed colours per opcode, else one chosen by
 // int(md5(target).hexdigest()[:8], 16) % 16.
@@ -143,7 +144,8 @@ std::string format_arg(const Argument& a) {
 
 // _get_str_for_args_kwargs.
 std::string args_label(std::vector<std::string> strs, bool is_kwargs, bool skip_node_names) {
-  if (skip_node_names) std::erase_if(strs, [](const std::string& s) { return s.find('%') != std::string::npos; });
+  if (skip_node_names)
+    std::erase_if(strs, [](const std::string& s) { return s.find('%') != std::string::npos; });
   if (strs.empty()) return "";
   std::string out = is_kwargs ? "|kwargs={\\l" : "|args=(\\l";
   for (size_t i = 0; i < strs.size(); ++i) out += (i ? ",\\n" : "") + strs[i];
@@ -235,7 +237,8 @@ std::string node_label(const GraphModule& gm, const Node& n, bool skip_node_name
 }
 
 // pydot's Node.to_string with FX's style dict (attributes sorted by name).
-void add_node(std::string& out, std::string_view name, const std::string& fillcolor, const std::string& label) {
+void add_node(std::string& out, std::string_view name, const std::string& fillcolor,
+              const std::string& label) {
   out += quote(name);
   out += " [fillcolor=" + quote(fillcolor) + ", fontcolor=\"#000000\", label=" + quote(label) +
          ", shape=record, style=\"filled,rounded\"];\n";
@@ -295,7 +298,8 @@ DotGraph FxGraphDrawer::to_dot(const GraphModule& gm, const std::string& name) c
       std::string node_name = n->name() + "." + pname;
       // FX's `a + b if is_param else c` binds as `(a + b) if is_param else c`:
       // a buffer's label is just "buffer\l".
-      std::string label = "{" + (parameter ? node_name + "|op_code=get_parameter" : std::string("buffer\\l")) +
+      std::string label = "{" +
+                          (parameter ? node_name + "|op_code=get_parameter" : std::string("buffer\\l")) +
                           tensor_label(t) + "}";
       add_node(out, node_name, "Salmon", label);
       add_edge(out, node_name, n->name());

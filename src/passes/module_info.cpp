@@ -12,31 +12,52 @@ namespace {
 
 // The file of torch/nn/modules/ that defines each class fx::nn ports.
 constexpr std::pair<std::string_view, std::string_view> kModuleFiles[] = {
-    {"ReLU", "activation"},          {"ReLU6", "activation"},
-    {"LeakyReLU", "activation"},     {"GELU", "activation"},
-    {"SiLU", "activation"},          {"Mish", "activation"},
-    {"Hardswish", "activation"},     {"Hardsigmoid", "activation"},
-    {"Sigmoid", "activation"},       {"Tanh", "activation"},
-    {"Softmax", "activation"},       {"LogSoftmax", "activation"},
+    {"ReLU", "activation"},
+    {"ReLU6", "activation"},
+    {"LeakyReLU", "activation"},
+    {"GELU", "activation"},
+    {"SiLU", "activation"},
+    {"Mish", "activation"},
+    {"Hardswish", "activation"},
+    {"Hardsigmoid", "activation"},
+    {"Sigmoid", "activation"},
+    {"Tanh", "activation"},
+    {"Softmax", "activation"},
+    {"LogSoftmax", "activation"},
     {"MultiheadAttention", "activation"},
-    {"Sequential", "container"},     {"ModuleList", "container"},
-    {"ModuleDict", "container"},     {"Conv1d", "conv"},
-    {"Conv2d", "conv"},              {"Conv3d", "conv"},
-    {"ConvTranspose1d", "conv"},     {"ConvTranspose2d", "conv"},
-    {"Dropout", "dropout"},          {"Dropout2d", "dropout"},
-    {"Embedding", "sparse"},         {"EmbeddingBag", "sparse"},
-    {"Identity", "linear"},          {"Linear", "linear"},
+    {"Sequential", "container"},
+    {"ModuleList", "container"},
+    {"ModuleDict", "container"},
+    {"Conv1d", "conv"},
+    {"Conv2d", "conv"},
+    {"Conv3d", "conv"},
+    {"ConvTranspose1d", "conv"},
+    {"ConvTranspose2d", "conv"},
+    {"Dropout", "dropout"},
+    {"Dropout2d", "dropout"},
+    {"Embedding", "sparse"},
+    {"EmbeddingBag", "sparse"},
+    {"Identity", "linear"},
+    {"Linear", "linear"},
     {"NonDynamicallyQuantizableLinear", "linear"},
-    {"Bilinear", "linear"},          {"BatchNorm1d", "batchnorm"},
-    {"BatchNorm2d", "batchnorm"},    {"BatchNorm3d", "batchnorm"},
+    {"Bilinear", "linear"},
+    {"BatchNorm1d", "batchnorm"},
+    {"BatchNorm2d", "batchnorm"},
+    {"BatchNorm3d", "batchnorm"},
     {"InstanceNorm2d", "instancenorm"},
-    {"LayerNorm", "normalization"},  {"GroupNorm", "normalization"},
-    {"MaxPool1d", "pooling"},        {"MaxPool2d", "pooling"},
-    {"AvgPool2d", "pooling"},        {"AdaptiveAvgPool1d", "pooling"},
+    {"LayerNorm", "normalization"},
+    {"GroupNorm", "normalization"},
+    {"MaxPool1d", "pooling"},
+    {"MaxPool2d", "pooling"},
+    {"AvgPool2d", "pooling"},
+    {"AdaptiveAvgPool1d", "pooling"},
     {"AdaptiveAvgPool2d", "pooling"},
-    {"LSTM", "rnn"},                 {"GRU", "rnn"},
-    {"Flatten", "flatten"},          {"Unflatten", "flatten"},
-    {"Upsample", "upsampling"},      {"PixelShuffle", "pixelshuffle"},
+    {"LSTM", "rnn"},
+    {"GRU", "rnn"},
+    {"Flatten", "flatten"},
+    {"Unflatten", "flatten"},
+    {"Upsample", "upsampling"},
+    {"PixelShuffle", "pixelshuffle"},
     {"TransformerEncoderLayer", "transformer"},
 };
 
@@ -79,15 +100,12 @@ std::string module_typename(const torch::nn::Module& m) {
 
 std::optional<Constants> module_constants(const torch::nn::Module& m) {
   if (const auto* c = dynamic_cast<const nn::ConvNd*>(&m)) {
-    return Constants{{"stride", py_tuple(c->stride)},
-                     {"padding", py_tuple(c->padding)},
-                     {"dilation", py_tuple(c->dilation)},
-                     {"groups", py_int(c->groups)},
-                     {"padding_mode", c->padding_mode},
-                     {"output_padding", py_tuple(c->output_padding)},
-                     {"in_channels", py_int(c->in_channels)},
-                     {"out_channels", py_int(c->out_channels)},
-                     {"kernel_size", py_tuple(c->kernel_size)}};
+    return Constants{
+        {"stride", py_tuple(c->stride)},          {"padding", py_tuple(c->padding)},
+        {"dilation", py_tuple(c->dilation)},      {"groups", py_int(c->groups)},
+        {"padding_mode", c->padding_mode},        {"output_padding", py_tuple(c->output_padding)},
+        {"in_channels", py_int(c->in_channels)},  {"out_channels", py_int(c->out_channels)},
+        {"kernel_size", py_tuple(c->kernel_size)}};
   }
   if (const auto* n = dynamic_cast<const nn::NormBase*>(&m)) return norm_constants(*n);
   if (const auto* l = dynamic_cast<const nn::Linear*>(&m))
@@ -106,16 +124,19 @@ std::optional<Constants> module_constants(const torch::nn::Module& m) {
   if (const auto* g = dynamic_cast<const nn::GELU*>(&m)) return Constants{{"approximate", g->approximate}};
   if (const auto* a = dynamic_cast<const nn::SiLU*>(&m)) return Constants{{"inplace", py_bool(a->inplace)}};
   if (const auto* a = dynamic_cast<const nn::Mish*>(&m)) return Constants{{"inplace", py_bool(a->inplace)}};
-  if (const auto* a = dynamic_cast<const nn::Hardswish*>(&m)) return Constants{{"inplace", py_bool(a->inplace)}};
+  if (const auto* a = dynamic_cast<const nn::Hardswish*>(&m))
+    return Constants{{"inplace", py_bool(a->inplace)}};
   if (const auto* a = dynamic_cast<const nn::Hardsigmoid*>(&m))
     return Constants{{"inplace", py_bool(a->inplace)}};
-  if (const auto* s = dynamic_cast<const nn::Softmax*>(&m)) return Constants{{"dim", py_optional(s->dim, py_int)}};
+  if (const auto* s = dynamic_cast<const nn::Softmax*>(&m))
+    return Constants{{"dim", py_optional(s->dim, py_int)}};
   if (const auto* s = dynamic_cast<const nn::LogSoftmax*>(&m))
     return Constants{{"dim", py_optional(s->dim, py_int)}};
   if (const auto* a = dynamic_cast<const nn::MultiheadAttention*>(&m))
     return Constants{{"batch_first", py_bool(a->batch_first)}};
   if (const auto* t = dynamic_cast<const nn::TransformerEncoderLayer*>(&m))
-    return Constants{{"batch_first", py_bool(t->self_attn->batch_first)}, {"norm_first", py_bool(t->norm_first)}};
+    return Constants{{"batch_first", py_bool(t->self_attn->batch_first)},
+                     {"norm_first", py_bool(t->norm_first)}};
   if (const auto* d = dynamic_cast<const nn::Dropout*>(&m))
     return Constants{{"p", py_float(d->p)}, {"inplace", py_bool(d->inplace)}};
   if (const auto* e = dynamic_cast<const nn::Embedding*>(&m))
@@ -146,9 +167,12 @@ std::optional<Constants> module_constants(const torch::nn::Module& m) {
                      {"eps", py_float(g->eps)},
                      {"affine", py_bool(g->affine)}};
   if (const auto* p = dynamic_cast<const nn::MaxPoolNd*>(&m))
-    return Constants{{"kernel_size", p->kernel_size.str()}, {"stride", p->stride.str()},
-                     {"padding", p->padding.str()},         {"dilation", p->dilation.str()},
-                     {"return_indices", py_bool(p->return_indices)}, {"ceil_mode", py_bool(p->ceil_mode)}};
+    return Constants{{"kernel_size", p->kernel_size.str()},
+                     {"stride", p->stride.str()},
+                     {"padding", p->padding.str()},
+                     {"dilation", p->dilation.str()},
+                     {"return_indices", py_bool(p->return_indices)},
+                     {"ceil_mode", py_bool(p->ceil_mode)}};
   if (const auto* p = dynamic_cast<const nn::AvgPool2d*>(&m))
     return Constants{{"kernel_size", p->kernel_size.str()},
                      {"stride", p->stride.str()},
@@ -182,15 +206,14 @@ std::optional<Constants> module_constants(const torch::nn::Module& m) {
       scale = py_float(o.scale_factor[0]);
     } else if (!o.scale_factor.empty()) {
       scale = "(";
-      for (size_t i = 0; i < o.scale_factor.size(); ++i) scale += (i ? ", " : "") + py_float(o.scale_factor[i]);
+      for (size_t i = 0; i < o.scale_factor.size(); ++i)
+        scale += (i ? ", " : "") + py_float(o.scale_factor[i]);
       scale += ")";
     }
-    return Constants{{"size", size},
-                     {"scale_factor", scale},
-                     {"mode", o.mode},
-                     {"align_corners", py_optional(o.align_corners, py_bool)},
-                     {"name", "Upsample"},
-                     {"recompute_scale_factor", py_optional(o.recompute_scale_factor, py_bool)}};
+    return Constants{
+        {"size", size},       {"scale_factor", scale},
+        {"mode", o.mode},     {"align_corners", py_optional(o.align_corners, py_bool)},
+        {"name", "Upsample"}, {"recompute_scale_factor", py_optional(o.recompute_scale_factor, py_bool)}};
   }
   return std::nullopt;
 }

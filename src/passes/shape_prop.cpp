@@ -37,8 +37,8 @@ std::string repr_qparams(const std::optional<QParams>& q) {
     out += number_list(q->scale, false) + ", 'zero_point': " + number_list(q->zero_point, int_zero_point);
     out += ", 'axis': " + std::to_string(*q->axis);
   } else {
-    out += fx::detail::repr_float(q->scale.at(0)) + ", 'zero_point': " +
-           std::to_string(static_cast<int64_t>(q->zero_point.at(0)));
+    out += fx::detail::repr_float(q->scale.at(0)) +
+           ", 'zero_point': " + std::to_string(static_cast<int64_t>(q->zero_point.at(0)));
   }
   return out + "}";
 }
@@ -65,8 +65,8 @@ TensorMetadataTree tree_of(const c10::IValue& v, bool* found) {
     t.kind = TensorMetadataTree::Kind::dict;
     for (const auto& kv : v.toGenericDict()) {
       t.keys.push_back(kv.key().isString() ? fx::detail::repr_string(kv.key().toStringRef())
-                                           : kv.key().isInt() ? std::to_string(kv.key().toInt())
-                                                              : "<" + python_type_name(kv.key()) + ">");
+                       : kv.key().isInt()  ? std::to_string(kv.key().toInt())
+                                           : "<" + python_type_name(kv.key()) + ">");
       t.items.push_back(tree_of(kv.value(), found));
     }
   } else {
@@ -88,19 +88,10 @@ TensorMetadataTree tree_of(const c10::IValue& v, bool* found) {
   return t;
 }
 
-// The parameter names of the module at a get_attr target's parent path.
-bool is_parameter(const GraphModule& gm, std::string_view path) {
-  size_t dot = path.rfind('.');
-  const torch::nn::Module* owner = dot == std::string_view::npos ? &gm : gm.get_submodule(path.substr(0, dot));
-  if (!owner) return false;
-  std::string leaf(dot == std::string_view::npos ? path : path.substr(dot + 1));
-  return owner->named_parameters(/*recurse=*/false).contains(leaf);
-}
-
 // What FX's `type(result)` names. The runtime keeps torch.Size, torch.dtype
 // and torch.layout as ints or int lists, so they are recognised by the node
 // that makes them.
-std::string python_type(const GraphModule& gm, const Node& n, const Value& v) {
+std::string python_type(const Node& n, const Value& v) {
   if (v.is_tuple()) return "tuple";
   const auto* attr = n.args().size() == 2 ? &n.args()[1] : nullptr;
   if (n.op() == Op::call_function && n.target() == "builtins.getattr" && attr && attr->is<std::string>()) {
@@ -113,10 +104,6 @@ std::string python_type(const GraphModule& gm, const Node& n, const Value& v) {
     return "torch.Size";
   if (v.is_list()) return "list";
   c10::IValue iv = v.ivalue();
-  if (iv.isTensor()) {
-    if (n.op() == Op::get_attr && is_parameter(gm, n.target().str())) return "torch.nn.parameter.Parameter";
-    return "torch.Tensor";
-  }
   if (iv.isDouble()) return "float";
   if (iv.isString()) return "str";
   if (iv.isDevice()) return "torch.device";
@@ -193,7 +180,8 @@ TensorMetadata extract_tensor_metadata(const at::Tensor& t) {
   m.stride = t.strides().vec();
   // FX iterates a Python set of the three formats, whose order depends on
   // object addresses; fxcpp asks in the order the source lists them.
-  for (auto f : {c10::MemoryFormat::Contiguous, c10::MemoryFormat::ChannelsLast, c10::MemoryFormat::ChannelsLast3d})
+  for (auto f :
+       {c10::MemoryFormat::Contiguous, c10::MemoryFormat::ChannelsLast, c10::MemoryFormat::ChannelsLast3d})
     if (t.is_contiguous(f)) {
       m.memory_format = f;
       break;
@@ -217,6 +205,17 @@ TensorMetadata extract_tensor_metadata(const at::Tensor& t) {
 
 ShapeProp::ShapeProp(GraphModule& module) : Interpreter(module) {}
 
+// A get_attr of a parameter gives an nn.Parameter in FX. The module's
+// parameters are gathered once, at the first get_attr.
+bool ShapeProp::is_parameter(const at::Tensor& t) {
+  if (!parameters_) {
+    parameters_.emplace();
+    for (const auto& p : module().named_parameters(/*recurse=*/true))
+      parameters_->insert(p.value().unsafeGetTensorImpl());
+  }
+  return parameters_->count(t.unsafeGetTensorImpl()) > 0;
+}
+
 Value ShapeProp::propagate(std::vector<Value> inputs) {
   size_t placeholders = 0;
   bool varargs = false;
@@ -228,8 +227,9 @@ Value ShapeProp::propagate(std::vector<Value> inputs) {
     names += (names.empty() ? "" : ", ") + n->target().str();
   }
   if (!varargs && inputs.size() > placeholders)
-    throw Error("ShapeProp.propagate: got " + std::to_string(inputs.size()) + " inputs, but the graph takes " +
-                std::to_string(placeholders) + " (" + names + "); pass one example value per placeholder");
+    throw Error("ShapeProp.propagate: got " + std::to_string(inputs.size()) +
+                " inputs, but the graph takes " + std::to_string(placeholders) + " (" + names +
+                "); pass one example value per placeholder");
   return run(std::move(inputs));
 }
 
@@ -238,21 +238,23 @@ Value ShapeProp::run_node(Node* n) {
   try {
     result = Interpreter::run_node(n);
   } catch (const std::exception& e) {
-    throw Error("ShapeProp error for: node=" + n->format_node() + " with meta=" + repr_meta(n->meta()) + "\n\n" +
-                e.what());
+    throw Error("ShapeProp error for: node=" + n->format_node() + " with meta=" + repr_meta(n->meta()) +
+                "\n\n" + e.what());
   }
   // A symbolic value (retracing through ShapeProp) has no shape to record.
   if (result.has_proxy()) return result;
-  bool found = false;
   c10::IValue iv = result.ivalue();
-  TensorMetadataTree tree = tree_of(iv, &found);
-  if (found) {
-    if (tree.kind == TensorMetadataTree::Kind::tensor)
-      n->meta().set("tensor_meta", std::move(tree.tensor));
-    else
-      n->meta().set("tensor_meta", std::move(tree));
+  if (iv.isTensor()) {  // the common case, without the tree
+    const at::Tensor& t = iv.toTensor();
+    n->meta().set("tensor_meta", extract_tensor_metadata(t));
+    bool param = n->op() == Op::get_attr && is_parameter(t);
+    n->meta().set("type", std::string(param ? "torch.nn.parameter.Parameter" : "torch.Tensor"));
+    return result;
   }
-  n->meta().set("type", python_type(module(), *n, result));
+  bool found = false;
+  TensorMetadataTree tree = tree_of(iv, &found);
+  if (found) n->meta().set("tensor_meta", std::move(tree));
+  n->meta().set("type", python_type(*n, result));
   return result;
 }
 

@@ -35,8 +35,9 @@ const json& expected() {
   return j;
 }
 
-#define NEED_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+#define NEED_ORACLE()       \
+  if (expected().is_null()) \
+  GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -57,7 +58,8 @@ TEST(FxGraphDrawer, SmallModelAsTorchFx) {
   EXPECT_EQ(FxGraphDrawer(*gm, "small", false, false, false).get_dot_graph().to_string(),
             expected()["small_node_names"].get<std::string>());
   ShapeProp(*gm).propagate({torch::randn({2, 3, 5, 5}), torch::randn({2, 2})});
-  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(), expected()["small_shapes"].get<std::string>());
+  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(),
+            expected()["small_shapes"].get<std::string>());
 }
 
 class Corpus : public ::testing::TestWithParam<std::string> {};
@@ -69,11 +71,13 @@ TEST_P(Corpus, DrawsAsTorchFxAfterShapeProp) {
   std::shared_ptr<fx::Module> model;
   if (name == "resnet18") model = fx::models::resnet18();
   if (name == "mobilenet_v2") model = fx::models::mobilenet_v2();
-  if (name == "vit") model = std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  if (name == "vit")
+    model = std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
   model->eval();
   auto gm = fx::symbolic_trace(*model);
   std::vector<fx::Value> in;
-  for (const auto& shape : want["input_shapes"]) in.emplace_back(torch::randn(shape.get<std::vector<int64_t>>()));
+  for (const auto& shape : want["input_shapes"])
+    in.emplace_back(torch::randn(shape.get<std::vector<int64_t>>()));
   ShapeProp(*gm).propagate(in);
   std::string got = FxGraphDrawer(*gm, name).get_dot_graph().to_string();
   std::string fx_dot = want["dot"];
@@ -103,7 +107,8 @@ TEST(DotGraph, RendersSvgAndPngWithGraphviz) {
   const auto& dot = drawer.get_dot_graph();
   std::string svg = dot.create_svg();
   EXPECT_NE(svg.find("<svg"), std::string::npos);
-  for (const char* name : {"%conv", "%bn", "%relu", "%mean", "%lin", "%add", "%cat", "conv.weight", "(2, 4, 3, 3)"})
+  for (const char* name :
+       {"%conv", "%bn", "%relu", "%mean", "%lin", "%add", "%cat", "conv.weight", "(2, 4, 3, 3)"})
     EXPECT_NE(svg.find(name), std::string::npos) << name;
   std::string png = dot.create_png();
   ASSERT_GT(png.size(), 8u);
@@ -122,9 +127,10 @@ TEST(DotGraph, GraphvizErrorsAreFxErrors) {
     EXPECT_NE(e.find("syntax error"), std::string::npos) << e;
   }
   std::string e = error_of([&] { bad.create("svg", "fxcpp-no-such-graphviz-program"); });
-  EXPECT_EQ(e,
-            "DotGraph::create: cannot run 'fxcpp-no-such-graphviz-program' (No such file or directory); install "
-            "Graphviz (e.g. apt-get install graphviz) or pass the path of its dot program");
+  EXPECT_EQ(
+      e,
+      "DotGraph::create: cannot run 'fxcpp-no-such-graphviz-program' (No such file or directory); install "
+      "Graphviz (e.g. apt-get install graphviz) or pass the path of its dot program");
   EXPECT_EQ(error_of([&] { bad.create("svg -o /tmp/x"); }),
             "DotGraph::create: 'svg -o /tmp/x' is not a Graphviz output format (svg, png, pdf...)");
 }
@@ -142,11 +148,13 @@ TEST(FxGraphDrawer, DrawsCalledGraphModules) {
   FxGraphDrawer drawer(outer, "outer");
   ASSERT_EQ(drawer.get_all_dot_graphs().size(), 2u);
   EXPECT_EQ(drawer.get_all_dot_graphs()[1].first, "outer_sub");
-  EXPECT_EQ(drawer.get_dot_graph("sub").to_string(), FxGraphDrawer(*sub, "outer_sub").get_dot_graph().to_string());
+  EXPECT_EQ(drawer.get_dot_graph("sub").to_string(),
+            FxGraphDrawer(*sub, "outer_sub").get_dot_graph().to_string());
   // The submodule is drawn as a graph, not as a record of parameters.
   EXPECT_EQ(drawer.get_dot_graph().to_string().find("conv.weight"), std::string::npos);
   EXPECT_EQ(error_of([&] { drawer.get_dot_graph("nope"); }),
-            "FxGraphDrawer: no graph for submodule 'nope': only call_module targets that are GraphModules have one");
+            "FxGraphDrawer: no graph for submodule 'nope': only call_module targets that are GraphModules "
+            "have one");
 }
 
 // FX's colour of a call_function/call_method is picked by the MD5 of its
@@ -154,15 +162,15 @@ TEST(FxGraphDrawer, DrawsCalledGraphModules) {
 // oracle tests show, and on a long name spanning several MD5 blocks).
 TEST(FxGraphDrawer, ColoursFollowTheTargetsMd5) {
   const std::string target = "mylib." + std::string(200, 'a');
-  fx::register_function(target, fx::make_callable(target, [](std::vector<c10::IValue>& args, fx::IValueKwargs&) {
-                          return args[0];
-                        }));
+  fx::register_function(target, fx::make_callable(target, [](std::vector<c10::IValue>& args,
+                                                             fx::IValueKwargs&) { return args[0]; }));
   auto g = std::make_unique<fx::Graph>();
   fx::Node* x = g->placeholder("x");
   fx::Node* n = g->call_function(target, {x});
   g->output(n);
   fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-  // hashlib.md5(("mylib." + "a" * 200).encode()).hexdigest()[:8] == "269635ea"; 0x269635ea % 16 == 10: PaleTurquoise2.
+  // hashlib.md5(("mylib." + "a" * 200).encode()).hexdigest()[:8] == "269635ea"; 0x269635ea % 16 == 10:
+  // PaleTurquoise2.
   std::string dot = FxGraphDrawer(gm, "g").get_dot_graph().to_string();
   EXPECT_NE(dot.find(n->name() + " [fillcolor=PaleTurquoise2,"), std::string::npos) << dot;
 }

@@ -35,8 +35,9 @@ const json& expected() {
   return j;
 }
 
-#define NEED_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+#define NEED_ORACLE()       \
+  if (expected().is_null()) \
+  GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
 
 using fxcpp_tests::Small;
 
@@ -49,7 +50,8 @@ std::shared_ptr<fx::Module> build(const std::string& name) {
 
 std::vector<fx::Value> inputs_for(const json& want) {
   std::vector<fx::Value> in;
-  for (const auto& shape : want["input_shapes"]) in.emplace_back(torch::randn(shape.get<std::vector<int64_t>>()));
+  for (const auto& shape : want["input_shapes"])
+    in.emplace_back(torch::randn(shape.get<std::vector<int64_t>>()));
   return in;
 }
 
@@ -179,7 +181,8 @@ TEST(ShapeProp, TooFewInputsNamesThePlaceholder) {
   Small m;
   auto gm = fx::symbolic_trace(m);
   std::string e = error_of([&] { ShapeProp(*gm).propagate({torch::randn({2, 3, 5, 5})}); });
-  EXPECT_TRUE(e.starts_with("ShapeProp error for: node=%y : [num_users=1] = placeholder[target=y] with meta={}"))
+  EXPECT_TRUE(
+      e.starts_with("ShapeProp error for: node=%y : [num_users=1] = placeholder[target=y] with meta={}"))
       << e;
   EXPECT_NE(e.find("expected a positional argument for parameter 'y'"), std::string::npos) << e;
 }
@@ -189,9 +192,12 @@ TEST(ShapeProp, TooFewInputsNamesThePlaceholder) {
 TEST(ShapeProp, AFailingNodeIsNamed) {
   Small m;
   auto gm = fx::symbolic_trace(m);
-  std::string e = error_of([&] { ShapeProp(*gm).propagate({torch::randn({2, 3, 5, 5}), torch::randn({2, 3})}); });
-  EXPECT_TRUE(e.starts_with("ShapeProp error for: node=%add : [num_users=1] = "
-                            "call_function[target=operator.add](args = (%lin, %y), kwargs = {}) with meta={}\n\n"))
+  std::string e = error_of([&] {
+    ShapeProp(*gm).propagate({torch::randn({2, 3, 5, 5}), torch::randn({2, 3})});
+  });
+  EXPECT_TRUE(
+      e.starts_with("ShapeProp error for: node=%add : [num_users=1] = "
+                    "call_function[target=operator.add](args = (%lin, %y), kwargs = {}) with meta={}\n\n"))
       << e;
   EXPECT_NE(e.find("While executing %add"), std::string::npos) << e;
   for (fx::Node* n : gm->graph().nodes()) {

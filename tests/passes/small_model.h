@@ -21,7 +21,8 @@ struct Small : fx::Module {
   fx::Value forward(const std::vector<fx::Value>& in) override {
     fx::Value z = fx::call("torch.relu", (*bn)((*conv)(in[0])));
     z = z.mean(fx::Value::tuple({2, 3}));
-    return fx::Value::tuple({(*lin)(z) + in[1], fx::call("torch.cat", fx::Value::list({z, z}), fx::kw("dim", 1))});
+    return fx::Value::tuple(
+        {(*lin)(z) + in[1], fx::call("torch.cat", fx::Value::list({z, z}), fx::kw("dim", 1))});
   }
 };
 

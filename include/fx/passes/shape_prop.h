@@ -29,6 +29,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace fx {
@@ -76,10 +77,10 @@ TensorMetadata extract_tensor_metadata(const at::Tensor& t);
 struct TensorMetadataTree {
   enum class Kind { tensor, tuple, list, dict, other };
   Kind kind = Kind::other;
-  TensorMetadata tensor;                   // Kind::tensor
-  std::vector<TensorMetadataTree> items;   // tuple, list, dict (the values)
-  std::vector<std::string> keys;           // dict
-  std::string other;                       // Kind::other: repr of the value (`None`, `3`)
+  TensorMetadata tensor;                  // Kind::tensor
+  std::vector<TensorMetadataTree> items;  // tuple, list, dict (the values)
+  std::vector<std::string> keys;          // dict
+  std::string other;                      // Kind::other: repr of the value (`None`, `3`)
 
   // Python's repr of the structure: `(TensorMetadata(...), None)`.
   std::string repr() const;
@@ -103,6 +104,11 @@ class ShapeProp : public Interpreter {
   Value propagate(std::vector<Value> inputs);
 
   Value run_node(Node* n) override;
+
+ private:
+  bool is_parameter(const at::Tensor& t);
+  // The TensorImpls of the module's parameters, gathered at the first get_attr.
+  std::optional<std::unordered_set<const void*>> parameters_;
 };
 
 // ---- implementation --------------------------------------------------------
