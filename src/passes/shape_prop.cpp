@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <ostream>
+
 #include "../ir/repr.h"
 
 namespace fx::passes {
@@ -171,6 +173,9 @@ std::string TensorMetadataTree::repr() const {
   }
   return other;
 }
+
+std::ostream& operator<<(std::ostream& os, const TensorMetadata& m) { return os << m.repr(); }
+std::ostream& operator<<(std::ostream& os, const TensorMetadataTree& t) { return os << t.repr(); }
 
 TensorMetadata extract_tensor_metadata(const at::Tensor& t) {
   TensorMetadata m;

@@ -27,6 +27,7 @@
 #include <c10/core/QScheme.h>
 #include <c10/core/ScalarType.h>
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -68,6 +69,9 @@ struct TensorMetadata {
   bool operator==(const TensorMetadata&) const = default;
 };
 
+// Prints repr().
+std::ostream& operator<<(std::ostream& os, const TensorMetadata& m);
+
 // FX's _extract_tensor_metadata.
 TensorMetadata extract_tensor_metadata(const at::Tensor& t);
 
@@ -85,6 +89,7 @@ struct TensorMetadataTree {
   // Python's repr of the structure: `(TensorMetadata(...), None)`.
   std::string repr() const;
 };
+std::ostream& operator<<(std::ostream& os, const TensorMetadataTree& t);
 
 // The tensor metadata of a node after ShapeProp, whichever form it has:
 // calls fn(const TensorMetadata&) for each tensor of the node's value, in
