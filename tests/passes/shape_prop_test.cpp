@@ -16,8 +16,8 @@
 
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "small_model.h"
 
