@@ -8,6 +8,7 @@ packages=(
   libtorch-dev                       # LibTorch 1.13: the tensor runtime
   python3-torch python3-torchvision  # torch.fx 1.13: the test oracle and benchmark peer
   python3-tabulate                   # print_tabular in torch.fx
+  python3-pydot graphviz             # FxGraphDrawer: torch.fx's drawer and the dot renderer
   libgtest-dev libgmock-dev          # GoogleTest
   libbenchmark-dev                   # Google Benchmark
   nlohmann-json3-dev                 # JSON for the conformance harness

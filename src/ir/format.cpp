@@ -1,10 +1,8 @@
 // The graph printout and print_tabular, as torch.fx prints them.
 #include <fx/graph.h>
 
-#include <algorithm>
-#include <array>
-
 #include "repr.h"
+#include "tabulate.h"
 
 namespace fx {
 
@@ -17,13 +15,9 @@ std::string Graph::to_string() const {
   return out;
 }
 
-// tabulate's "simple" format, which FX's print_tabular uses: columns at least
-// two wider than their header, two spaces apart, trailing blanks removed.
 // Targets print as their qualified names (FX prints the function object).
 std::string Graph::print_tabular() const {
-  constexpr size_t kCols = 5;
-  const std::array<std::string, kCols> headers = {"opcode", "name", "target", "args", "kwargs"};
-  std::vector<std::array<std::string, kCols>> rows;
+  std::vector<std::vector<std::string>> rows;
   rows.reserve(size_);
   for (Node* n : nodes()) {
     Dict kwargs;
@@ -32,33 +26,7 @@ std::string Graph::print_tabular() const {
                     detail::repr(Tuple{n->args()}, detail::plain_names()),
                     detail::repr(kwargs, detail::plain_names())});
   }
-  std::array<size_t, kCols> width{};
-  for (size_t c = 0; c < kCols; ++c) {
-    width[c] = headers[c].size() + 2;
-    for (const auto& r : rows) width[c] = std::max(width[c], detail::display_width(r[c]));
-  }
-  std::string out;
-  auto line = [&](const std::array<std::string, kCols>& cells) {
-    std::string l;
-    for (size_t c = 0; c < kCols; ++c) {
-      if (c) l += "  ";
-      l += cells[c];
-      if (c + 1 < kCols) l.append(width[c] - detail::display_width(cells[c]), ' ');
-    }
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    out += l;
-  };
-  line(headers);
-  out += '\n';
-  for (size_t c = 0; c < kCols; ++c) {
-    if (c) out += "  ";
-    out.append(width[c], '-');
-  }
-  for (const auto& r : rows) {
-    out += '\n';
-    line(r);
-  }
-  return out;
+  return detail::tabulate_simple({"opcode", "name", "target", "args", "kwargs"}, rows);
 }
 
 }  // namespace fx
