@@ -1,0 +1,27 @@
+#include <fx/passes/dead_code_elimination.h>
+
+#include <fx/passes/purity.h>
+
+namespace fx::passes {
+
+bool eliminate_dead_code(Graph& graph) {
+  graph.lint();
+  bool changed = false;
+  // Reversed, so that erasing a node has already dropped it from the user
+  // counts of its inputs when they are visited.
+  for (Node* n : graph.nodes().reversed()) {
+    if (n->num_users() == 0 && !is_impure(*n)) {
+      graph.erase_node(n);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool eliminate_dead_code(GraphModule& gm) {
+  bool changed = eliminate_dead_code(gm.graph());
+  if (changed) gm.recompile();
+  return changed;
+}
+
+}  // namespace fx::passes
