@@ -19,8 +19,9 @@
 
 namespace fx::passes {
 
-// Lints the graph first (FX requires a topologically sorted graph), then
-// erases unused pure nodes, last to first. Returns whether anything changed.
+// Erases unused pure nodes, last to first. Returns whether anything changed.
+// (torch.fx lints first, to be sure the graph is topologically sorted; an
+// fxcpp Graph always is, so this pass does not: call lint() if in doubt.)
 bool eliminate_dead_code(Graph& graph);
 // The same on gm.graph(), then gm.recompile() if anything changed.
 bool eliminate_dead_code(GraphModule& gm);
