@@ -9,6 +9,7 @@
 
 #include <typeindex>
 #include <typeinfo>
+#include <unordered_map>
 
 #include "copy_graph.h"
 
@@ -28,11 +29,17 @@ const Pattern kPatterns[] = {
     {typeid(nn::Linear), typeid(nn::BatchNorm1d)},
 };
 
+// torch.fx's `modules = dict(named_modules())`: each call_module target
+// looked up once, by interned target (no per-node path walk).
+using ModuleCache = std::unordered_map<Target, torch::nn::Module*>;
+
 // The module a call_module node calls, when the node is one of exactly `type`.
-torch::nn::Module* module_of(const GraphModule& gm, const Argument& a, std::type_index type) {
+torch::nn::Module* module_of(const GraphModule& gm, ModuleCache& cache, const Argument& a, std::type_index type) {
   Node* n = a.node();
   if (!n || n->op() != Op::call_module) return nullptr;
-  torch::nn::Module* m = gm.get_submodule(n->target().str());
+  auto [it, inserted] = cache.try_emplace(n->target(), nullptr);
+  if (inserted) it->second = gm.get_submodule(n->target().str());
+  torch::nn::Module* m = it->second;
   return m && std::type_index(typeid(*m)) == type ? m : nullptr;
 }
 
@@ -80,13 +87,14 @@ std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
 
 bool fuse(GraphModule& gm) {
   Graph& graph = gm.graph();
+  ModuleCache modules;
   bool changed = false;
   for (const Pattern& p : kPatterns) {
     for (Node* node : graph.nodes()) {
       // torch.fx's matches_module_pattern: (node.args[0], node) are call_modules of the two types.
       if (node->args().empty()) continue;
-      auto* bn_module = module_of(gm, Argument(node), p.bn);
-      torch::nn::Module* first = bn_module ? module_of(gm, node->args()[0], p.first) : nullptr;
+      auto* bn_module = module_of(gm, modules, Argument(node), p.bn);
+      torch::nn::Module* first = bn_module ? module_of(gm, modules, node->args()[0], p.first) : nullptr;
       if (!first) continue;
       Node* first_node = node->args()[0].node();
       if (first_node->num_users() > 1) continue;  // the conv's output is used elsewhere
@@ -97,7 +105,16 @@ bool fuse(GraphModule& gm) {
                     " (" + node->target().str() +
                     ") are in training mode; Conv/BatchNorm fusion is for eval only: call eval() on the "
                     "module first");
-      gm.add_submodule(first_node->target().str(), fused_module(*first, bn));
+      std::shared_ptr<torch::nn::Module> fused;
+      try {
+        fused = fused_module(*first, bn);
+      } catch (const c10::Error& e) {
+        throw Error("fuse: cannot fold " + quoted(node) + " (" + node->target().str() + ") into " +
+                    quoted(first_node) + " (" + first_node->target().str() +
+                    "): " + e.what_without_backtrace() + "; the BatchNorm's num_features must match the outputs");
+      }
+      gm.add_submodule(first_node->target().str(), fused);
+      modules[first_node->target()] = fused.get();  // torch.fx's replace_node_module updates `modules` too
       node->replace_all_uses_with(first_node);
       graph.erase_node(node);
       changed = true;

@@ -230,3 +230,30 @@ TEST(RemoveDropout, RefusesWrongArity) {
 }
 
 }  // namespace
+
+namespace {
+
+// A BatchNorm whose size does not match the Linear before it: an fx::Error
+// naming both nodes, not a LibTorch error.
+TEST(Fuse, RefusesMismatchedSizes) {
+  struct Bad : fx::Module {
+    std::shared_ptr<nn::Linear> lin;
+    std::shared_ptr<nn::BatchNorm1d> bn;
+    Bad() : fx::Module("Bad") {
+      lin = register_module("lin", make<nn::Linear>(3, 4));
+      bn = register_module("bn", make<nn::BatchNorm1d>(5));
+    }
+    Value forward(const std::vector<Value>& in) override { return (*bn)((*lin)(in[0])); }
+  } model;
+  model.eval();
+  try {
+    fx::passes::fuse(model);
+    ADD_FAILURE() << "expected fx::Error";
+  } catch (const fx::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'bn'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'lin'"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
