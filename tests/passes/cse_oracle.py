@@ -62,6 +62,11 @@ def main():
             entry.update(graph=so.text(str(result.graph_module.graph)), code=so.text(result.graph_module.code),
                          modified=result.modified)
         out[cls.__name__] = entry
+    import torchvision.models as tvm
+    for name in ('resnet18', 'mobilenet_v2'):
+        result = CSEPass()(torch.fx.symbolic_trace(getattr(tvm, name)().eval()))
+        out[name] = {'graph': so.text(str(result.graph_module.graph)), 'code': so.text(result.graph_module.code),
+                     'modified': result.modified}
     so.write(out)
 
 

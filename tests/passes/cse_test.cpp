@@ -167,3 +167,47 @@ TEST(CSE, LargeGraphIsLinear) {
 }
 
 }  // namespace
+
+#include <fx/models/mobilenetv2.h>
+#include <fx/models/resnet.h>
+#include <fx/models/vision_transformer.h>
+#include <fx/passes/dead_code_elimination.h>
+
+namespace {
+
+// CSE then DCE on the corpus: the graph as torch.fx's CSEPass leaves
+// torchvision's, lint clean, outputs allclose.
+void check_corpus(const std::string& name, fx::Module& model, const at::Tensor& x) {
+  model.eval();
+  auto gm = fx::symbolic_trace(model);
+  c10::IValue before = gm->run({x});
+  bool modified = fx::passes::cse(*gm);
+  if (!name.empty()) {
+    EXPECT_EQ(modified, simplify_test::oracle_flag(name, "modified"));
+    EXPECT_EQ(gm->graph().to_string(), oracle(name, "graph"));
+    EXPECT_EQ(gm->code(), oracle(name, "code"));
+  }
+  fx::passes::eliminate_dead_code(*gm);
+  gm->graph().lint();
+  simplify_test::expect_allclose(before, gm->run({x}), 1e-4, 1e-5);
+}
+
+TEST(CSE, Resnet18AsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  check_corpus("resnet18", *fx::models::resnet18(), torch::rand({1, 3, 64, 64}));
+}
+
+TEST(CSE, MobilenetV2AsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  check_corpus("mobilenet_v2", *fx::models::mobilenet_v2(), torch::rand({1, 3, 64, 64}));
+}
+
+TEST(CSE, SmallVitKeepsItsOutputs) {
+  torch::manual_seed(0);
+  fx::models::VisionTransformer vit(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  check_corpus("", vit, torch::rand({2, 3, 32, 32}));
+}
+
+}  // namespace
