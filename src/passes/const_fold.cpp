@@ -133,6 +133,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
   // The constant nodes: get_attr nodes, and pure nodes all of whose inputs are constant.
   std::unordered_set<const Node*> const_nodes;
   bool found = false;
+  PurityCache purity;
   for (Node* n : g.nodes()) {
     if (n->op() == Op::placeholder || n->op() == Op::output) continue;
     if (n->op() != Op::get_attr) {
@@ -143,7 +144,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
       if (!all_const) continue;
     }
     if (skip_fn && skip_fn(*n)) continue;
-    if (is_impure(*n)) continue;
+    if (purity.is_impure(*n)) continue;
     const_nodes.insert(n);
     if (n->op() != Op::get_attr) found = true;
   }

@@ -119,9 +119,10 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
   std::vector<Node*> candidates;
   candidates.reserve(graph.size());
   std::unordered_set<const Node*> mutated;
+  PurityCache purity;
   for (Node* n : graph.nodes()) {
     if (n->op() == Op::placeholder || n->op() == Op::output || n->op() == Op::get_attr) continue;
-    Impurity why = impurity(*n);
+    Impurity why = purity.impurity(*n);
     if (why == Impurity::in_place) mark_mutated(n, mutated);
     if (why == Impurity::none && !banned(n, banned_set)) candidates.push_back(n);
   }

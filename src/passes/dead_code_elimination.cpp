@@ -10,10 +10,11 @@ bool eliminate_dead_code(Graph& graph) {
   // before its definition), so the walk needs no lint (a lint costs about
   // as much as the pass).
   bool changed = false;
+  PurityCache purity;
   // Reversed, so that erasing a node has already dropped it from the user
   // counts of its inputs when they are visited.
   for (Node* n : graph.nodes().reversed()) {
-    if (n->num_users() == 0 && !is_impure(*n)) {
+    if (n->num_users() == 0 && !purity.is_impure(*n)) {
       graph.erase_node(n);
       changed = true;
     }

@@ -159,18 +159,19 @@ Impurity method_impurity(const Node& n) {
   return aten_name_impurity(name);  // x.bernoulli(), x.multinomial(3)
 }
 
-Impurity module_impurity(const Node& n) {
+const torch::nn::Module* module_of(const Node& n) {
   auto* gm = dynamic_cast<GraphModule*>(n.graph().owning_module());
-  if (!gm) return Impurity::none;
-  torch::nn::Module* m = gm->get_submodule(n.target().str());
-  if (auto* d = dynamic_cast<fx::nn::Dropout*>(m); d && d->is_training())
+  return gm ? gm->get_submodule(n.target().str()) : nullptr;
+}
+
+Impurity module_impurity(const torch::nn::Module* m) {
+  if (auto* d = dynamic_cast<const fx::nn::Dropout*>(m); d && d->is_training())
     return d->inplace ? Impurity::in_place : Impurity::random;
   return Impurity::none;
 }
 
-}  // namespace
-
-Impurity impurity(const Node& n) {
+// `modules`: a cache of call_module targets, or nullptr.
+Impurity impurity_of(const Node& n, std::unordered_map<Target, const torch::nn::Module*>* modules) {
   if (n.is_impure()) return Impurity::side_effect;
   Impurity i = Impurity::none;
   switch (n.op()) {
@@ -180,8 +181,12 @@ Impurity impurity(const Node& n) {
     case Op::call_method:
       i = method_impurity(n);
       break;
-    case Op::call_module:
-      return module_impurity(n);
+    case Op::call_module: {
+      if (!modules) return module_impurity(module_of(n));
+      auto [it, inserted] = modules->try_emplace(n.target(), nullptr);
+      if (inserted) it->second = module_of(n);
+      return module_impurity(it->second);
+    }
     default:
       return Impurity::none;
   }
@@ -191,6 +196,11 @@ Impurity impurity(const Node& n) {
   if (const Argument* out = n.kwarg("out"); out && !out->is_none()) return Impurity::in_place;
   return Impurity::none;
 }
+
+}  // namespace
+
+Impurity impurity(const Node& n) { return impurity_of(n, nullptr); }
+Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &modules_); }
 
 std::string_view impurity_name(Impurity i) {
   switch (i) {

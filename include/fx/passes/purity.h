@@ -19,6 +19,11 @@
 
 #include <cstdint>
 #include <string_view>
+#include <unordered_map>
+
+namespace torch::nn {
+class Module;
+}
 
 namespace fx::passes {
 
@@ -38,5 +43,17 @@ Impurity impurity(const Node& n);
 inline bool is_impure(const Node& n) { return impurity(n) != Impurity::none; }
 
 std::string_view impurity_name(Impurity i);
+
+// impurity() for a pass that visits many nodes of one graph: each
+// call_module target's module is looked up once (by interned target), not
+// once per node.
+class PurityCache {
+ public:
+  Impurity impurity(const Node& n);
+  bool is_impure(const Node& n) { return impurity(n) != Impurity::none; }
+
+ private:
+  std::unordered_map<Target, const torch::nn::Module*> modules_;
+};
 
 }  // namespace fx::passes
