@@ -24,7 +24,7 @@ struct Partition {
   std::unordered_set<const Node*> input_set, output_set;
   std::vector<int> dependents, dependent_on;
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
-  std::unordered_map<const Node*, Node*> env;  // original node -> node of `graph`
+  std::unordered_map<const Node*, Node*> env;                // original node -> node of `graph`
   std::vector<std::pair<std::string, std::string>> modules;  // flattened call_module target -> original path
   Node* call = nullptr;                                      // the base graph's call_module of this partition
   bool exists = false;
@@ -66,16 +66,19 @@ void replace_uses(Node* old, const Argument& replacement) {
 std::string unique_attr_name(std::string name, const std::unordered_set<std::string>& taken) {
   while (taken.count(name)) {
     size_t us = name.rfind('_');
-    bool numbered = us != std::string::npos && us + 1 < name.size() &&
-                    std::all_of(name.begin() + us + 1, name.end(), [](unsigned char c) { return std::isdigit(c); });
-    name = numbered ? name.substr(0, us + 1) + std::to_string(std::stoll(name.substr(us + 1)) + 1) : name + "_1";
+    bool numbered =
+        us != std::string::npos && us + 1 < name.size() &&
+        std::all_of(name.begin() + us + 1, name.end(), [](unsigned char c) { return std::isdigit(c); });
+    name =
+        numbered ? name.substr(0, us + 1) + std::to_string(std::stoll(name.substr(us + 1)) + 1) : name + "_1";
   }
   return name;
 }
 
 std::shared_ptr<torch::nn::Module> shared_module(const GraphModule& from, std::string_view path) {
   torch::nn::Module* m = from.get_submodule(path);
-  if (!m) throw Error("const_fold: '" + std::string(path) + "' is not a submodule of the module being folded");
+  if (!m)
+    throw Error("const_fold: '" + std::string(path) + "' is not a submodule of the module being folded");
   return m->shared_from_this();
 }
 
@@ -112,7 +115,8 @@ at::Tensor folded_tensor(const c10::IValue& v, size_t index) {
   if (v.isInt()) return torch::tensor({static_cast<double>(v.toInt())});  // torch.Tensor([i])
   if (v.isDouble()) return torch::tensor({v.toDouble()});
   throw Error("const_fold: output " + std::to_string(index) + " of the constant subgraph is a " +
-              v.tagKind() + ", not a tensor or number; skip the node that makes it with skip_folding_node_fn");
+              v.tagKind() +
+              ", not a tensor or number; skip the node that makes it with skip_folding_node_fn");
 }
 
 }  // namespace
@@ -148,8 +152,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
     const_nodes.insert(n);
     if (n->op() != Op::get_attr) found = true;
   }
-  if (!found)
-    return std::unique_ptr<FoldedGraphModule>(new FoldedGraphModule(m, detail::copy_graph(g)));
+  if (!found) return std::unique_ptr<FoldedGraphModule>(new FoldedGraphModule(m, detail::copy_graph(g)));
 
   // ---- split_module(m, mod_partition) -----------------------------------
   Partition parts[2];
@@ -195,7 +198,8 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
       if (on.empty()) roots.push_back(d);
     }
   }
-  if (sorted.size() != encounter_order.size()) throw Error("const_fold: a cycle exists between the partitions");
+  if (sorted.size() != encounter_order.size())
+    throw Error("const_fold: a cycle exists between the partitions");
 
   for (int p : sorted)
     for (Node* in : parts[p].inputs) parts[p].env[in] = parts[p].graph->placeholder(in->name());
@@ -244,14 +248,16 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
     part.call = base->call_module(submod, std::move(call_args));
     if (part.outputs.size() > 1) {
       for (size_t i = 0; i < part.outputs.size(); ++i)
-        base_env[part.outputs[i]] = base->call_function("operator.getitem", {part.call, static_cast<int64_t>(i)});
+        base_env[part.outputs[i]] =
+            base->call_function("operator.getitem", {part.call, static_cast<int64_t>(i)});
     } else if (part.outputs.size() == 1) {
       base_env[part.outputs[0]] = part.call;
     }
   }
   if (Node* out = g.output_node())
-    base->output(out->args().empty() ? Argument()
-                                     : map_arg(out->args()[0], [&](Node* x) -> Argument { return base_env.at(x); }));
+    base->output(out->args().empty() ? Argument() : map_arg(out->args()[0], [&](Node* x) -> Argument {
+      return base_env.at(x);
+    }));
 
   // Flattened module targets live on the split module too.
   std::unordered_map<std::string, std::string> module_paths;
@@ -278,7 +284,8 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
         break;
       }
     if (!in_node || in_node->op() != Op::get_attr)
-      throw Error("const_fold: input '" + n->target().str() + "' of the constant subgraph is not an attribute");
+      throw Error("const_fold: input '" + n->target().str() +
+                  "' of the constant subgraph is not an attribute");
     Node* attr;
     {
       auto guard = const_graph.inserting_before(n);
@@ -352,7 +359,8 @@ void FoldedGraphModule::run_folding() {
     if (!multiple_outputs_) continue;
     for (Node* user : f->users().to_vector()) {
       bool is_index = user->op() == Op::call_function && user->target() == "operator.getitem" &&
-                      user->args().size() == 2 && user->args()[0].node() == f && user->args()[1].is<int64_t>();
+                      user->args().size() == 2 && user->args()[0].node() == f &&
+                      user->args()[1].is<int64_t>();
       int64_t i = is_index ? user->args()[1].get<int64_t>() : -1;
       if (i < 0 || static_cast<size_t>(i) >= folded.size())
         throw Error("const_fold: node '" + user->name() + "' reads " + *attrs_name_ +

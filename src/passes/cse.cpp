@@ -43,7 +43,8 @@ size_t hash_arg(const Argument& a) {
                  [&](const List& l) { seq(l.items); },
                  [&](const Slice& sl) { seq(sl.parts); },
                  [&](const Dict& d) {
-                   for (const auto& [k, v] : d.items) h = mix(mix(h, std::hash<std::string>()(k)), hash_arg(v));
+                   for (const auto& [k, v] : d.items)
+                     h = mix(mix(h, std::hash<std::string>()(k)), hash_arg(v));
                  },
                  [&](c10::ScalarType t) { h = mix(h, static_cast<size_t>(t)); },
                  [&](c10::Device d) { h = mix(h, std::hash<c10::Device>()(d)); },
@@ -76,7 +77,9 @@ struct EntryHash {
   size_t operator()(const Entry& e) const noexcept { return e.hash; }
 };
 struct EntryEq {
-  bool operator()(const Entry& a, const Entry& b) const { return a.hash == b.hash && same_signature(a.node, b.node); }
+  bool operator()(const Entry& a, const Entry& b) const {
+    return a.hash == b.hash && same_signature(a.node, b.node);
+  }
 };
 
 // torch.fx's get_aten_target: an overload's packet (torch.ops.aten.add_.Tensor -> torch.ops.aten.add_).
@@ -96,8 +99,7 @@ bool banned(const Node* n, const std::unordered_set<Target>& banned_ops) {
 void mark_mutated(const Node* n, std::unordered_set<const Node*>& mutated) {
   if (!n->args().empty())
     if (Node* self = n->args()[0].node()) mutated.insert(self);
-  if (const Argument* out = n->kwarg("out"))
-    for_each_node(*out, [&](Node* o) { mutated.insert(o); });
+  if (const Argument* out = n->kwarg("out")) for_each_node(*out, [&](Node* o) { mutated.insert(o); });
 }
 
 }  // namespace
@@ -105,9 +107,10 @@ void mark_mutated(const Node* n, std::unordered_set<const Node*>& mutated) {
 std::vector<Target> get_CSE_banned_ops() {
   std::vector<Target> out;
   for (const char* name :
-       {"dropout", "_fused_dropout", "_standard_gamma", "bernoulli", "multinomial", "native_dropout", "normal",
-        "poisson", "binomial", "rrelu", "rand_like", "rand", "randint", "randn", "randperm", "add_", "sub_", "mul_",
-        "div_", "pow_", "lerp_", "relu_", "sigmoid_", "tanh_"})
+       {"dropout", "_fused_dropout", "_standard_gamma", "bernoulli", "multinomial", "native_dropout",
+        "normal",  "poisson",        "binomial",        "rrelu",     "rand_like",   "rand",
+        "randint", "randn",          "randperm",        "add_",      "sub_",        "mul_",
+        "div_",    "pow_",           "lerp_",           "relu_",     "sigmoid_",    "tanh_"})
     out.emplace_back(std::string("torch.ops.aten.") + name);
   return out;
 }

@@ -34,7 +34,8 @@ const Pattern kPatterns[] = {
 using ModuleCache = std::unordered_map<Target, torch::nn::Module*>;
 
 // The module a call_module node calls, when the node is one of exactly `type`.
-torch::nn::Module* module_of(const GraphModule& gm, ModuleCache& cache, const Argument& a, std::type_index type) {
+torch::nn::Module* module_of(const GraphModule& gm, ModuleCache& cache, const Argument& a,
+                             std::type_index type) {
   Node* n = a.node();
   if (!n || n->op() != Op::call_module) return nullptr;
   auto [it, inserted] = cache.try_emplace(n->target(), nullptr);
@@ -58,8 +59,10 @@ void fold(at::Tensor& weight, at::Tensor& bias, const nn::NormBase& bn) {
   at::Tensor new_w = weight * scale.reshape(shape);
   at::Tensor new_b = (conv_b - rm) * scale + bn_b;
   weight.set_data(new_w);
-  if (bias.defined()) bias.set_data(new_b);
-  else bias = new_b;  // the caller registers it
+  if (bias.defined())
+    bias.set_data(new_b);
+  else
+    bias = new_b;  // the caller registers it
 }
 
 // fuse_conv_bn_eval / fuse_linear_bn_eval: a copy of the conv (or linear)
@@ -101,8 +104,8 @@ bool fuse(GraphModule& gm) {
       auto& bn = static_cast<nn::NormBase&>(*bn_module);
       if (!bn.track_running_stats) continue;
       if (first->is_training() || bn.is_training())
-        throw Error("fuse: " + quoted(first_node) + " (" + first_node->target().str() + ") and " + quoted(node) +
-                    " (" + node->target().str() +
+        throw Error("fuse: " + quoted(first_node) + " (" + first_node->target().str() + ") and " +
+                    quoted(node) + " (" + node->target().str() +
                     ") are in training mode; Conv/BatchNorm fusion is for eval only: call eval() on the "
                     "module first");
       std::shared_ptr<torch::nn::Module> fused;
@@ -110,8 +113,8 @@ bool fuse(GraphModule& gm) {
         fused = fused_module(*first, bn);
       } catch (const c10::Error& e) {
         throw Error("fuse: cannot fold " + quoted(node) + " (" + node->target().str() + ") into " +
-                    quoted(first_node) + " (" + first_node->target().str() +
-                    "): " + e.what_without_backtrace() + "; the BatchNorm's num_features must match the outputs");
+                    quoted(first_node) + " (" + first_node->target().str() + "): " +
+                    e.what_without_backtrace() + "; the BatchNorm's num_features must match the outputs");
       }
       gm.add_submodule(first_node->target().str(), fused);
       modules[first_node->target()] = fused.get();  // torch.fx's replace_node_module updates `modules` too

@@ -14,26 +14,26 @@ namespace fx::passes {
 
 namespace {
 
-bool ends_with_underscore(std::string_view s) { return !s.empty() && s.back() == '_' && !s.starts_with("__"); }
+bool ends_with_underscore(std::string_view s) {
+  return !s.empty() && s.back() == '_' && !s.starts_with("__");
+}
 
 // operator.* functions that write their first argument.
-constexpr std::string_view kOperatorInPlace[] = {"iadd",  "iand",     "iconcat", "ifloordiv", "ilshift",
-                                                 "imod",  "imul",     "imatmul", "ior",       "ipow",
-                                                 "irshift", "isub",   "itruediv", "ixor",     "setitem",
-                                                 "delitem"};
+constexpr std::string_view kOperatorInPlace[] = {
+    "iadd", "iand", "iconcat", "ifloordiv", "ilshift",  "imod", "imul",    "imatmul",
+    "ior",  "ipow", "irshift", "isub",      "itruediv", "ixor", "setitem", "delitem"};
 // Tensor methods that write `self` without a trailing underscore.
-constexpr std::string_view kMethodInPlace[] = {
-    "__iadd__", "__iand__", "__ifloordiv__", "__ilshift__", "__imod__",  "__imul__",     "__imatmul__",
-    "__ior__",  "__ipow__", "__irshift__",   "__isub__",    "__itruediv__", "__ixor__", "__setitem__",
-    "__delitem__"};
+constexpr std::string_view kMethodInPlace[] = {"__iadd__", "__iand__",    "__ifloordiv__", "__ilshift__",
+                                               "__imod__", "__imul__",    "__imatmul__",   "__ior__",
+                                               "__ipow__", "__irshift__", "__isub__",      "__itruediv__",
+                                               "__ixor__", "__setitem__", "__delitem__"};
 // Called for their effect, not their value (Python functions, not ATen ops).
 constexpr std::string_view kReturnsNone[] = {"builtins.print", "torch.autograd.backward",
                                              "torch.cuda.synchronize", "torch.set_grad_enabled"};
 constexpr std::string_view kMethodsReturnsNone[] = {"backward", "retain_grad", "record_stream"};
 // Functions that move the global RNG without an ATen op of their name.
-constexpr std::string_view kRandomFunctions[] = {"torch.manual_seed", "torch.seed",
-                                                 "torch.nn.functional.gumbel_softmax",
-                                                 "torch.nn.functional.rrelu"};
+constexpr std::string_view kRandomFunctions[] = {
+    "torch.manual_seed", "torch.seed", "torch.nn.functional.gumbel_softmax", "torch.nn.functional.rrelu"};
 
 template <size_t N>
 bool in(const std::string_view (&table)[N], std::string_view s) {
@@ -44,8 +44,8 @@ bool in(const std::string_view (&table)[N], std::string_view s) {
 
 // What the ATen overloads of one operator name say, over all overloads.
 struct AtenFlags {
-  bool seeded = false;        // some overload is tagged nondeterministic_seeded
-  bool returns_none = true;   // every overload returns nothing
+  bool seeded = false;       // some overload is tagged nondeterministic_seeded
+  bool returns_none = true;  // every overload returns nothing
 };
 
 struct StringHash {
@@ -119,7 +119,8 @@ std::optional<Impurity> dropout_impurity(const Node& n, std::string_view module,
   }
   if (module == "torch" && (name == "dropout" || name == "alpha_dropout" || name == "feature_dropout" ||
                             name == "feature_alpha_dropout")) {
-    return is_false(argument(n, 2, "train")) ? Impurity::none : Impurity::random;  // torch.dropout(input, p, train)
+    return is_false(argument(n, 2, "train")) ? Impurity::none
+                                             : Impurity::random;  // torch.dropout(input, p, train)
   }
   return std::nullopt;
 }

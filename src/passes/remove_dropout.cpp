@@ -4,6 +4,8 @@
 #include <fx/nn/dropout.h>
 #include <fx/transformer.h>
 
+#include <unordered_map>
+
 namespace fx::passes {
 
 namespace {
@@ -25,7 +27,8 @@ class DropoutRemover : public Transformer {
   using Transformer::Transformer;
   Value call_module(Target target, const std::vector<Value>& args, const ValueKwargs& kwargs) override {
     if (is_dropout(module().get_submodule(target.str()))) {
-      if (args.size() != 1 || !kwargs.empty()) wrong_arity("to '" + target.str() + "'", args.size() + kwargs.size());
+      if (args.size() != 1 || !kwargs.empty())
+        wrong_arity("to '" + target.str() + "'", args.size() + kwargs.size());
       return args[0];
     }
     return Transformer::call_module(target, args, kwargs);
@@ -41,9 +44,13 @@ std::unique_ptr<GraphModule> remove_dropout(Module& model) {
 
 bool remove_dropout(GraphModule& gm) {
   Graph& graph = gm.graph();
+  std::unordered_map<Target, bool> dropout;  // per target, looked up once
   bool changed = false;
   for (Node* n : graph.nodes()) {
-    if (n->op() != Op::call_module || !is_dropout(gm.get_submodule(n->target().str()))) continue;
+    if (n->op() != Op::call_module) continue;
+    auto [it, inserted] = dropout.try_emplace(n->target(), false);
+    if (inserted) it->second = is_dropout(gm.get_submodule(n->target().str()));
+    if (!it->second) continue;
     if (n->args().size() != 1 || !n->kwargs().empty())
       wrong_arity("'" + n->name() + "'", n->args().size() + n->kwargs().size());
     const Argument input = n->args()[0];

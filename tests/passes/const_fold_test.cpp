@@ -69,8 +69,8 @@ struct Modules : fx::Module {
   std::shared_ptr<nn::Linear> proj;
   at::Tensor w;
   Modules() : fx::Module("Modules") {
-    layers = register_module(
-        "layers", make<nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{make<nn::Linear>(4, 4), make<nn::ReLU>()}));
+    layers = register_module("layers", make<nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                           make<nn::Linear>(4, 4), make<nn::ReLU>()}));
     proj = register_module("proj", make<nn::Linear>(4, 4));
     w = register_parameter("w", torch::randn({4, 4}));
   }
@@ -149,7 +149,8 @@ TEST(ConstFold, NothingToFold) {
 // skip_folding_node_fn keeps a node (and what depends on it) unfolded.
 TEST(ConstFold, SkipFoldingNode) {
   Simple m;
-  auto folded = fx::passes::split_const_subgraphs(m, [](const fx::Node& n) { return n.op() == fx::Op::call_function; });
+  auto folded =
+      fx::passes::split_const_subgraphs(m, [](const fx::Node& n) { return n.op() == fx::Op::call_function; });
   EXPECT_FALSE(folded->has_const_subgraph());
 }
 
@@ -158,7 +159,9 @@ TEST(ConstFold, RandomIsNotFolded) {
   struct Random : fx::Module {
     at::Tensor w;
     Random() : fx::Module("Random") { w = register_parameter("w", torch::ones({3})); }
-    Value forward(const std::vector<Value>& in) override { return in[0] + fx::call("torch.rand_like", param("w", w)); }
+    Value forward(const std::vector<Value>& in) override {
+      return in[0] + fx::call("torch.rand_like", param("w", w));
+    }
   } m;
   auto folded = fx::passes::split_const_subgraphs(m);
   EXPECT_FALSE(folded->has_const_subgraph());

@@ -17,7 +17,9 @@ using simplify_test::oracle;
 
 struct Dup : fx::Module {
   std::shared_ptr<fx::nn::Linear> lin;
-  Dup() : fx::Module("Dup", {"x", "y"}) { lin = register_module("lin", std::make_shared<fx::nn::Linear>(4, 4)); }
+  Dup() : fx::Module("Dup", {"x", "y"}) {
+    lin = register_module("lin", std::make_shared<fx::nn::Linear>(4, 4));
+  }
   Value forward(const std::vector<Value>& in) override {
     const Value &x = in[0], &y = in[1];
     Value a = x + y, b = x + y;
@@ -25,7 +27,8 @@ struct Dup : fx::Module {
     Value e = x.sum(kw("dim", 1)), f = x.sum(kw("dim", 1));
     Value g = (*lin)(x), h = (*lin)(x);
     Value i = x + 1, j = x + 2;
-    Value k = fx::call("torch.cat", Value::list({a, b}), 1), m = fx::call("torch.cat", Value::list({b, a}), 1);
+    Value k = fx::call("torch.cat", Value::list({a, b}), 1),
+          m = fx::call("torch.cat", Value::list({b, a}), 1);
     Value n = x.transpose(0, 1), o = x.transpose(1, 0);
     return Value::tuple({c + d, e * f, g - h, i, j, k, m, n, o});
   }

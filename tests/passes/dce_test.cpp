@@ -105,7 +105,8 @@ TEST(DeadCodeElimination, Impurity) {
   EXPECT_EQ(classify(Op::call_function, "torch.add", {1}, {{"out", fx::None}}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch.rand_like"), I::random);
   EXPECT_EQ(classify(Op::call_function, "torch.bernoulli"), I::random);
-  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout"), I::random);  // training=True by default
+  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout"),
+            I::random);  // training=True by default
   EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout", {0.5, false}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch._assert", {"msg"}), I::side_effect);
   EXPECT_EQ(classify(Op::call_function, "builtins.print"), I::returns_none);

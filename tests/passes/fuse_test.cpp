@@ -116,7 +116,8 @@ TEST(Fuse, ConvBnAsTorchFx) {
   ConvBn model;
   randomize_batchnorms(model);
   model.eval();
-  std::vector<c10::IValue> in = {torch::rand({2, 3, 8}), torch::rand({2, 3, 8, 8}), torch::rand({2, 3, 5, 5, 5})};
+  std::vector<c10::IValue> in = {torch::rand({2, 3, 8}), torch::rand({2, 3, 8, 8}),
+                                 torch::rand({2, 3, 5, 5, 5})};
   auto traced = fx::symbolic_trace(model);
   c10::IValue before = traced->run(in);
 

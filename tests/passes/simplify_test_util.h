@@ -37,7 +37,8 @@ inline bool oracle_flag(const std::string& model, const std::string& key) {
 }
 
 // Every tensor of two results (tensors, or tuples/lists of them) allclose.
-inline void expect_allclose(const c10::IValue& a, const c10::IValue& b, double rtol = 1e-5, double atol = 1e-6) {
+inline void expect_allclose(const c10::IValue& a, const c10::IValue& b, double rtol = 1e-5,
+                            double atol = 1e-6) {
   if (a.isTensor()) {
     ASSERT_TRUE(b.isTensor());
     EXPECT_TRUE(torch::allclose(a.toTensor(), b.toTensor(), rtol, atol))
