@@ -1,0 +1,222 @@
+#include <fx/passes/purity.h>
+
+#include <fx/graph.h>
+#include <fx/graph_module.h>
+#include <fx/nn/dropout.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace fx::passes {
+
+namespace {
+
+bool ends_with_underscore(std::string_view s) {
+  return !s.empty() && s.back() == '_' && !s.starts_with("__");
+}
+
+// operator.* functions that write their first argument.
+constexpr std::string_view kOperatorInPlace[] = {
+    "iadd", "iand", "iconcat", "ifloordiv", "ilshift",  "imod", "imul",    "imatmul",
+    "ior",  "ipow", "irshift", "isub",      "itruediv", "ixor", "setitem", "delitem"};
+// Tensor methods that write `self` without a trailing underscore.
+constexpr std::string_view kMethodInPlace[] = {"__iadd__", "__iand__",    "__ifloordiv__", "__ilshift__",
+                                               "__imod__", "__imul__",    "__imatmul__",   "__ior__",
+                                               "__ipow__", "__irshift__", "__isub__",      "__itruediv__",
+                                               "__ixor__", "__setitem__", "__delitem__"};
+// Called for their effect, not their value (Python functions, not ATen ops).
+constexpr std::string_view kReturnsNone[] = {"builtins.print", "torch.autograd.backward",
+                                             "torch.cuda.synchronize", "torch.set_grad_enabled"};
+constexpr std::string_view kMethodsReturnsNone[] = {"backward", "retain_grad", "record_stream"};
+// Functions that move the global RNG without an ATen op of their name.
+constexpr std::string_view kRandomFunctions[] = {
+    "torch.manual_seed", "torch.seed", "torch.nn.functional.gumbel_softmax", "torch.nn.functional.rrelu"};
+
+template <size_t N>
+bool in(const std::string_view (&table)[N], std::string_view s) {
+  for (auto t : table)
+    if (t == s) return true;
+  return false;
+}
+
+// What the ATen overloads of one operator name say, over all overloads.
+struct AtenFlags {
+  bool seeded = false;       // some overload is tagged nondeterministic_seeded
+  bool returns_none = true;  // every overload returns nothing
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+};
+
+// aten::<name> -> flags, built once from the dispatcher (every registered operator).
+const std::unordered_map<std::string, AtenFlags, StringHash, std::equal_to<>>& aten_index() {
+  static const auto index = [] {
+    std::unordered_map<std::string, AtenFlags, StringHash, std::equal_to<>> m;
+    auto& d = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : d.getAllOpNames()) {
+      std::string_view full = name.name;
+      if (!full.starts_with("aten::")) continue;
+      auto op = d.findSchema(name);
+      if (!op) continue;
+      AtenFlags& f = m[std::string(full.substr(6))];
+      f.seeded = f.seeded || op->hasTag(at::Tag::nondeterministic_seeded);
+      f.returns_none = f.returns_none && op->schema().returns().empty();
+    }
+    return m;
+  }();
+  return index;
+}
+
+const AtenFlags* aten_flags(std::string_view op_name) {
+  const auto& index = aten_index();
+  auto it = index.find(op_name);
+  return it == index.end() ? nullptr : &it->second;
+}
+
+// torch.ops.<ns>.<op>[.<overload>]: the schema says it all.
+Impurity ops_impurity(std::string_view name) {
+  std::string_view rest = name.substr(10);  // after "torch.ops."
+  size_t ns_end = rest.find('.');
+  if (ns_end == std::string_view::npos) return Impurity::none;
+  std::string ns(rest.substr(0, ns_end));
+  std::string_view op = rest.substr(ns_end + 1);
+  std::string overload;
+  if (size_t dot = op.find('.'); dot != std::string_view::npos) {
+    overload = std::string(op.substr(dot + 1));
+    op = op.substr(0, dot);
+    if (overload == "default") overload.clear();
+  }
+  auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + std::string(op), overload});
+  if (!handle) return ends_with_underscore(op) ? Impurity::in_place : Impurity::none;
+  const c10::FunctionSchema& s = handle->schema();
+  if (s.is_mutable()) return Impurity::in_place;
+  if (handle->hasTag(at::Tag::nondeterministic_seeded)) return Impurity::random;
+  if (s.returns().empty()) return Impurity::returns_none;
+  return Impurity::none;
+}
+
+// The argument at `index` or keyword `key`, or nullptr when not given.
+const Argument* argument(const Node& n, size_t index, std::string_view key) {
+  if (index < n.args().size()) return &n.args()[index];
+  return n.kwarg(key);
+}
+
+bool is_false(const Argument* a) { return a && a->is<bool>() && !a->get<bool>(); }
+bool is_true(const Argument* a) { return a && a->is<bool>() && a->get<bool>(); }
+
+// F.dropout & co. are random unless their training argument is a literal False.
+std::optional<Impurity> dropout_impurity(const Node& n, std::string_view module, std::string_view name) {
+  if (module == "torch.nn.functional" &&
+      (name == "dropout" || name == "dropout1d" || name == "dropout2d" || name == "dropout3d" ||
+       name == "alpha_dropout" || name == "feature_alpha_dropout")) {
+    // F.dropout(input, p=0.5, training=True, inplace=False)
+    return is_false(argument(n, 2, "training")) ? Impurity::none : Impurity::random;
+  }
+  if (module == "torch" && (name == "dropout" || name == "alpha_dropout" || name == "feature_dropout" ||
+                            name == "feature_alpha_dropout")) {
+    return is_false(argument(n, 2, "train")) ? Impurity::none
+                                             : Impurity::random;  // torch.dropout(input, p, train)
+  }
+  return std::nullopt;
+}
+
+Impurity aten_name_impurity(std::string_view op) {
+  if (const AtenFlags* f = aten_flags(op)) {
+    if (f->seeded) return Impurity::random;
+    if (f->returns_none) return Impurity::returns_none;
+  }
+  return Impurity::none;
+}
+
+Impurity function_impurity(const Node& n) {
+  const Target t = n.target();
+  std::string_view name = t.str();
+  if (name.starts_with("torch.ops.")) return ops_impurity(name);
+  std::string_view module = t.python_module(), fn = t.python_name();
+  if (module == "_operator" || module == "operator")
+    return in(kOperatorInPlace, fn) ? Impurity::in_place : Impurity::none;
+  if (auto d = dropout_impurity(n, module, fn)) {
+    if (*d != Impurity::none && is_true(n.kwarg("inplace"))) return Impurity::in_place;
+    return *d;
+  }
+  if (ends_with_underscore(fn)) return Impurity::in_place;  // torch.relu_, F.relu_, torch.nn.init.normal_
+  if (in(kReturnsNone, name)) return Impurity::returns_none;
+  if (in(kRandomFunctions, name)) return Impurity::random;
+  if (module == "torch" || module == "torch.nn.functional" || module == "torch._C._nn" ||
+      module == "torch._C._VariableFunctions")
+    return aten_name_impurity(fn);
+  return Impurity::none;
+}
+
+Impurity method_impurity(const Node& n) {
+  std::string_view name = n.target().str();
+  if (ends_with_underscore(name) || in(kMethodInPlace, name)) return Impurity::in_place;
+  if (in(kMethodsReturnsNone, name)) return Impurity::returns_none;
+  return aten_name_impurity(name);  // x.bernoulli(), x.multinomial(3)
+}
+
+const torch::nn::Module* module_of(const Node& n) {
+  auto* gm = dynamic_cast<GraphModule*>(n.graph().owning_module());
+  return gm ? gm->get_submodule(n.target().str()) : nullptr;
+}
+
+Impurity module_impurity(const torch::nn::Module* m) {
+  if (auto* d = dynamic_cast<const fx::nn::Dropout*>(m); d && d->is_training())
+    return d->inplace ? Impurity::in_place : Impurity::random;
+  return Impurity::none;
+}
+
+// `modules`: a cache of call_module targets, or nullptr.
+Impurity impurity_of(const Node& n, std::unordered_map<Target, const torch::nn::Module*>* modules) {
+  if (n.is_impure()) return Impurity::side_effect;
+  Impurity i = Impurity::none;
+  switch (n.op()) {
+    case Op::call_function:
+      i = function_impurity(n);
+      break;
+    case Op::call_method:
+      i = method_impurity(n);
+      break;
+    case Op::call_module: {
+      if (!modules) return module_impurity(module_of(n));
+      auto [it, inserted] = modules->try_emplace(n.target(), nullptr);
+      if (inserted) it->second = module_of(n);
+      return module_impurity(it->second);
+    }
+    default:
+      return Impurity::none;
+  }
+  if (i != Impurity::none) return i;
+  // A function told to write its input or an `out=` tensor mutates it.
+  if (is_true(n.kwarg("inplace"))) return Impurity::in_place;
+  if (const Argument* out = n.kwarg("out"); out && !out->is_none()) return Impurity::in_place;
+  return Impurity::none;
+}
+
+}  // namespace
+
+Impurity impurity(const Node& n) { return impurity_of(n, nullptr); }
+Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &modules_); }
+
+std::string_view impurity_name(Impurity i) {
+  switch (i) {
+    case Impurity::none:
+      return "none";
+    case Impurity::side_effect:
+      return "side_effect";
+    case Impurity::in_place:
+      return "in_place";
+    case Impurity::random:
+      return "random";
+    case Impurity::returns_none:
+      return "returns_none";
+  }
+  return "?";
+}
+
+}  // namespace fx::passes

@@ -1,0 +1,170 @@
+// fx::passes::split_const_subgraphs against torch.fx 1.13's
+// torch.fx.experimental.const_fold (const_fold_oracle.py, same models in
+// Python): main graph, code and constant subgraph name for name; outputs
+// allclose to the unfolded module's; folding runs once.
+#include <fx/fx.h>
+#include <fx/passes/const_fold.h>
+
+#include "simplify_test_util.h"
+
+namespace {
+
+using fx::Value;
+using simplify_test::oracle;
+namespace nn = fx::nn;
+
+// Python's `self.<name>` on a parameter: a get_attr node while tracing.
+Value param(std::string_view name, const at::Tensor& t) {
+  if (fx::Tracer* tracer = fx::Tracer::current()) return tracer->getattr(name, t);
+  return Value(t);
+}
+
+template <class M, class... A>
+std::shared_ptr<M> make(A&&... a) {
+  return std::make_shared<M>(std::forward<A>(a)...);
+}
+
+struct Simple : fx::Module {
+  at::Tensor attr_1, attr_2;
+  Simple() : fx::Module("Simple", {"x", "y"}) {
+    attr_1 = register_parameter("attr_1", torch::tensor({{-0.9}}));
+    attr_2 = register_parameter("attr_2", torch::tensor({{17.1}}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value a = param("attr_1", attr_1) + param("attr_1", attr_1);
+    Value x = in[0] - a;
+    Value xy = x * in[1];
+    return xy + param("attr_2", attr_2);
+  }
+};
+
+// A plain nn.Module() holding a parameter.
+struct Holder : fx::Module {
+  at::Tensor scale;
+  Holder() : fx::Module("torch.nn.Module") { scale = register_parameter("scale", torch::randn({3})); }
+  Value forward(const std::vector<Value>& in) override { return in[0]; }
+};
+
+struct Multi : fx::Module {
+  std::shared_ptr<nn::Linear> lin;
+  at::Tensor w;
+  std::shared_ptr<Holder> sub;
+  Multi() : fx::Module("Multi") {
+    lin = register_module("lin", make<nn::Linear>(3, 3));
+    w = register_parameter("w", torch::randn({3, 3}));
+    sub = register_module("sub", make<Holder>());
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value wt = param("w", w).t();
+    Value s = fx::call("torch.relu", param("sub.scale", sub->scale)) * 2;
+    Value l = (*lin)(in[0]);
+    Value y = fx::call("operator.matmul", l, wt) + s;
+    Value total = wt.sum();
+    return Value::tuple({y + total, s});
+  }
+};
+
+struct Modules : fx::Module {
+  std::shared_ptr<nn::Sequential> layers;
+  std::shared_ptr<nn::Linear> proj;
+  at::Tensor w;
+  Modules() : fx::Module("Modules") {
+    layers = register_module("layers", make<nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                           make<nn::Linear>(4, 4), make<nn::ReLU>()}));
+    proj = register_module("proj", make<nn::Linear>(4, 4));
+    w = register_parameter("w", torch::randn({4, 4}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value k = (*proj)(param("w", w));
+    return fx::call("operator.matmul", (*layers)(in[0]), k);
+  }
+};
+
+struct Nothing : fx::Module {
+  at::Tensor w;
+  Nothing() : fx::Module("Nothing") { w = register_parameter("w", torch::randn({3})); }
+  Value forward(const std::vector<Value>& in) override { return in[0] * w + 1; }
+};
+
+void check(fx::Module& model, const std::string& name, std::vector<c10::IValue> inputs) {
+  auto traced = fx::symbolic_trace(model);
+  c10::IValue before = traced->run(inputs);
+  std::string traced_text = traced->graph().to_string();
+
+  auto folded = fx::passes::split_const_subgraphs(*traced);
+  EXPECT_EQ(folded->graph().to_string(), oracle(name, "graph"));
+  EXPECT_EQ(folded->code(), oracle(name, "code"));
+  EXPECT_EQ(traced->graph().to_string(), traced_text);  // the input is left as it was
+  folded->graph().lint();
+  ASSERT_TRUE(folded->has_const_subgraph());
+  EXPECT_EQ(folded->const_subgraph_module()->graph().to_string(), oracle(name, "const_graph"));
+  EXPECT_EQ(*folded->fx_const_folded_attrs_name(), oracle(name, "attrs_name"));
+
+  EXPECT_FALSE(folded->has_folding_been_run());
+  simplify_test::expect_allclose(before, folded->run(inputs));
+  EXPECT_TRUE(folded->has_folding_been_run());
+  EXPECT_FALSE(folded->folded_attrs().empty());
+  // Folded once: the second run reads the same folded tensors.
+  const void* data = folded->folded_attrs()[0].data_ptr();
+  simplify_test::expect_allclose(before, folded->run(inputs));
+  EXPECT_EQ(folded->folded_attrs()[0].data_ptr(), data);
+  // Through forward (fx::Values) too.
+  std::vector<Value> args(inputs.begin(), inputs.end());
+  simplify_test::expect_allclose(before, folded->forward(args).ivalue());
+}
+
+TEST(ConstFold, SimpleAsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  Simple m;
+  check(m, "Simple", {torch::rand({2, 1}), torch::rand({2, 1})});
+}
+
+TEST(ConstFold, SeveralFoldedValuesAsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  Multi m;
+  check(m, "Multi", {torch::rand({2, 3})});
+}
+
+TEST(ConstFold, ModulesAsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  Modules m;
+  check(m, "Modules", {torch::rand({2, 4})});
+}
+
+TEST(ConstFold, NothingToFold) {
+  SKIP_WITHOUT_ORACLE();
+  Nothing m;
+  auto folded = fx::passes::split_const_subgraphs(m);
+  EXPECT_EQ(folded->graph().to_string(), oracle("Nothing", "graph"));
+  EXPECT_FALSE(folded->has_const_subgraph());
+  EXPECT_FALSE(folded->fx_const_folded_attrs_name());
+  at::Tensor x = torch::rand({3});
+  folded->run_folding();  // nothing to do
+  EXPECT_FALSE(folded->has_folding_been_run());
+  simplify_test::expect_allclose(fx::symbolic_trace(m)->run({x}), folded->run({x}));
+}
+
+// skip_folding_node_fn keeps a node (and what depends on it) unfolded.
+TEST(ConstFold, SkipFoldingNode) {
+  Simple m;
+  auto folded =
+      fx::passes::split_const_subgraphs(m, [](const fx::Node& n) { return n.op() == fx::Op::call_function; });
+  EXPECT_FALSE(folded->has_const_subgraph());
+}
+
+// Random calls are never folded: each run draws anew.
+TEST(ConstFold, RandomIsNotFolded) {
+  struct Random : fx::Module {
+    at::Tensor w;
+    Random() : fx::Module("Random") { w = register_parameter("w", torch::ones({3})); }
+    Value forward(const std::vector<Value>& in) override {
+      return in[0] + fx::call("torch.rand_like", param("w", w));
+    }
+  } m;
+  auto folded = fx::passes::split_const_subgraphs(m);
+  EXPECT_FALSE(folded->has_const_subgraph());
+}
+
+}  // namespace

@@ -1,0 +1,183 @@
+// fx::passes::eliminate_dead_code against torch.fx 1.13's
+// Graph.eliminate_dead_code (dce_oracle.py, same models in Python): equal
+// where 1.13 is right, the intended result where 1.13 deletes in-place or
+// random calls.
+#include <fx/fx.h>
+#include <fx/passes/dead_code_elimination.h>
+#include <fx/passes/purity.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "simplify_test_util.h"
+
+namespace {
+
+using fx::kw;
+using fx::Value;
+using simplify_test::oracle;
+
+struct DeadPure : fx::Module {
+  at::Tensor w;
+  std::shared_ptr<fx::nn::Linear> lin;
+  DeadPure() : fx::Module("DeadPure") {
+    w = register_parameter("w", torch::randn({3}));
+    lin = register_module("lin", std::make_shared<fx::nn::Linear>(3, 3));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    const Value& x = in[0];
+    Value a = x + 1;
+    fx::call("torch.relu", a);
+    Value(w) * x;
+    (*lin)(x);
+    x.sum();
+    fx::call("torch._assert", fx::call("operator.eq", x.dim(), 2), "rank");
+    return x * 2;
+  }
+};
+
+struct InPlace : fx::Module {
+  InPlace() : fx::Module("InPlace") {}
+  Value forward(const std::vector<Value>& in) override {
+    const Value& x = in[0];
+    Value y = x.clone();
+    y.call_method("add_", {1});
+    fx::call("torch.nn.functional.relu_", y);
+    x + 1;
+    fx::call("torch.randn_like", x);
+    x.call_method("bernoulli");
+    fx::call("torch.nn.functional.relu", y, kw("inplace", true));
+    fx::call("torch.nn.functional.dropout", x, kw("p", 0.5), kw("training", false), kw("inplace", false));
+    x.sum();
+    return y;
+  }
+};
+
+template <class M>
+void check(const std::string& name, bool fx_agrees) {
+  SKIP_WITHOUT_ORACLE();
+  M model;
+  auto gm = fx::symbolic_trace(model);
+  ASSERT_EQ(gm->graph().to_string(), oracle(name, "before"));
+  at::Tensor x = torch::rand({2, 3});
+  c10::IValue before = gm->run({x.clone()});
+
+  bool changed = fx::passes::eliminate_dead_code(*gm);
+  EXPECT_EQ(changed, simplify_test::oracle_flag(name, "changed"));
+  EXPECT_EQ(gm->graph().to_string(), oracle(name, "graph"));
+  EXPECT_EQ(gm->code(), oracle(name, "code"));
+  gm->graph().lint();
+  simplify_test::expect_allclose(before, gm->run({x.clone()}));
+  // A second run finds nothing more.
+  EXPECT_FALSE(fx::passes::eliminate_dead_code(*gm));
+
+  // torch.fx 1.13's rule, kept by Graph::eliminate_dead_code.
+  auto fx_gm = fx::symbolic_trace(model);
+  EXPECT_EQ(fx_gm->graph().eliminate_dead_code(), simplify_test::oracle_flag(name, "fx_changed"));
+  EXPECT_EQ(fx_gm->graph().to_string(), oracle(name, "fx_graph"));
+  EXPECT_EQ(fx_agrees, oracle(name, "fx_graph") == oracle(name, "graph"));
+}
+
+TEST(DeadCodeElimination, PureDeadCodeAsTorchFx) { check<DeadPure>("DeadPure", true); }
+TEST(DeadCodeElimination, KeepsInPlaceAndRandomCalls) { check<InPlace>("InPlace", false); }
+
+// The impurity of one call_function / call_method node built by hand.
+fx::passes::Impurity classify(fx::Op op, const char* target, fx::Args args = {}, fx::Kwargs kwargs = {}) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  args.insert(args.begin(), x);
+  fx::Node* n = g.create_node(op, target, std::move(args), std::move(kwargs));
+  g.output(x);
+  return fx::passes::impurity(*n);
+}
+
+TEST(DeadCodeElimination, Impurity) {
+  using fx::Op;
+  using I = fx::passes::Impurity;
+  EXPECT_EQ(classify(Op::call_function, "operator.add", {1}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "operator.and_", {1}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "operator.iadd", {1}), I::in_place);
+  EXPECT_EQ(classify(Op::call_function, "operator.setitem", {0, 1}), I::in_place);
+  EXPECT_EQ(classify(Op::call_function, "torch.relu"), I::none);
+  EXPECT_EQ(classify(Op::call_function, "torch.relu_"), I::in_place);
+  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.relu", {}, {{"inplace", true}}), I::in_place);
+  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.relu", {}, {{"inplace", false}}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "torch.add", {1}, {{"out", fx::None}}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "torch.rand_like"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.bernoulli"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout"),
+            I::random);  // training=True by default
+  EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout", {0.5, false}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "torch._assert", {"msg"}), I::side_effect);
+  EXPECT_EQ(classify(Op::call_function, "builtins.print"), I::returns_none);
+  EXPECT_EQ(classify(Op::call_function, "torch.ops.aten.add.Tensor", {1}), I::none);
+  EXPECT_EQ(classify(Op::call_function, "torch.ops.aten.add_.Tensor", {1}), I::in_place);
+  EXPECT_EQ(classify(Op::call_function, "torch.ops.aten.randn_like.default"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.ops.aten._assert_async.default"), I::returns_none);
+  EXPECT_EQ(classify(Op::call_method, "add", {1}), I::none);
+  EXPECT_EQ(classify(Op::call_method, "add_", {1}), I::in_place);
+  EXPECT_EQ(classify(Op::call_method, "__setitem__", {0, 1}), I::in_place);
+  EXPECT_EQ(classify(Op::call_method, "normal_"), I::in_place);
+  EXPECT_EQ(classify(Op::call_method, "multinomial", {2}), I::random);
+  EXPECT_EQ(classify(Op::call_method, "backward"), I::returns_none);
+}
+
+// A Dropout module is random in training mode only.
+TEST(DeadCodeElimination, DropoutModuleInTraining) {
+  struct M : fx::Module {
+    std::shared_ptr<fx::nn::Dropout> drop;
+    M() : fx::Module("M") { drop = register_module("drop", std::make_shared<fx::nn::Dropout>()); }
+    Value forward(const std::vector<Value>& in) override {
+      (*drop)(in[0]);
+      return in[0];
+    }
+  } m;
+  auto gm = fx::symbolic_trace(m);
+  gm->train(true);
+  EXPECT_FALSE(fx::passes::eliminate_dead_code(*gm));
+  gm->eval();
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(*gm));
+  EXPECT_EQ(gm->graph().size(), 2u);
+}
+
+// A call_module whose target is missing from the module is not a crash: the
+// pass only needs the module to know whether it is impure (it is not).
+TEST(DeadCodeElimination, MissingModule) {
+  DeadPure m;
+  auto gm = fx::symbolic_trace(m);
+  fx::Node* x = *gm->graph().nodes().begin();
+  {
+    auto guard = gm->graph().inserting_after(x);
+    gm->graph().call_module("no_such_module", {x});
+  }
+  EXPECT_THROW(gm->graph().lint(), fx::LintError);
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(gm->graph()));
+  EXPECT_TRUE(gm->graph().find_nodes(fx::Op::call_module, "no_such_module").empty());
+  gm->graph().lint();
+}
+
+}  // namespace
+
+namespace {
+
+// 100k nodes, half of them dead chains hanging off a live one: linear.
+TEST(DeadCodeElimination, LargeGraphIsLinear) {
+  constexpr int kN = 50000;
+  fx::Graph g;
+  fx::Node* cur = g.placeholder("x");
+  for (int i = 0; i < kN; ++i) {
+    g.call_function("torch.relu", {cur});  // dead
+    cur = g.call_method(i % 3 ? "add" : "add_", {cur, 1});
+  }
+  g.output(cur);
+  // The purity rules index the ATen operators once per process; not part of the pass.
+  fx::passes::impurity(*g.output_node()->args()[0].node());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(g));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(g.size(), static_cast<size_t>(kN + 2));
+  std::cout << "dce on " << 2 * kN << " nodes: " << ms << " ms\n";
+  EXPECT_LT(ms, 5000.0);
+}
+
+}  // namespace
