@@ -7,9 +7,11 @@
 
 #include "../ir/python_names.h"
 
+#include <cctype>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>

@@ -3,6 +3,7 @@
 
 #include "../trace/module_dicts.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>

@@ -22,7 +22,9 @@
 //   call_module target `a.b` becomes the partition's own submodule `a_b`
 //   (shared, not copied);
 // - keep_original_order: the base module calls the partitions in the order
-//   of their first node instead of the topological order.
+//   of their first node instead of the topological order;
+// - a partition none of whose values is read elsewhere returns `()` and is
+//   not unpacked (later torch.fx; 1.13 fails with IndexError).
 // `root_m` is not used (as in FX: it is there for the caller's symmetry).
 // qualname_map, when given, receives `submod_<id>.<new name>` -> original
 // call_module target.
