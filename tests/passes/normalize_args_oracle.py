@@ -22,8 +22,9 @@ try:
     import torch.fx as fx
     import torch.nn.functional as F
     from torch.fx.experimental.normalize import NormalizeArgs
+    import torchvision.models as tvm
 except ImportError:
-    print('torch is not importable; skipping', file=sys.stderr)
+    print('torch or torchvision is not importable; skipping', file=sys.stderr)
     sys.exit(77)
 
 import normalizations  # noqa: E402
@@ -93,7 +94,6 @@ def signatures_current():
 
 def main():
     from oracle import unpacking_proxies_on_python_311, vit
-    import torchvision.models as tvm
     unpacking_proxies_on_python_311()
     warnings.simplefilter('ignore')
     pairs = normalizations.normalizations(normalizations.functional_targets())

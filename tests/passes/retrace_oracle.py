@@ -16,8 +16,9 @@ try:
     import torch.fx as fx
     import torch.nn.functional as F
     from torch.fx.proxy import GraphAppendingTracer
+    import torchvision.models as tvm
 except ImportError:
-    print('torch is not importable; skipping', file=sys.stderr)
+    print('torch or torchvision is not importable; skipping', file=sys.stderr)
     sys.exit(77)
 
 import normalizations  # noqa: E402
@@ -104,7 +105,6 @@ def main():
     record('decompose', lambda: decompose(ReluGelu(), rules))
     record('in_place', lambda: decompose_in_place(fx.symbolic_trace(ReluGelu()), rules))
     record('constant', lambda: decompose(ReluGelu(), {F.relu: with_constant}))
-    import torchvision.models as tvm
     record('resnet18', lambda: decompose_relu_modules(fx.symbolic_trace(tvm.resnet18())))
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1, sort_keys=True)

@@ -15,8 +15,9 @@ try:
     import torch
     import torch.fx
     from torch.fx.passes.split_module import split_module
+    import torchvision.models as tvm
 except ImportError:
-    print('torch is not importable; skipping', file=sys.stderr)
+    print('torch or torchvision is not importable; skipping', file=sys.stderr)
     sys.exit(77)
 
 import normalizations  # noqa: E402
@@ -119,7 +120,6 @@ def calls(gm):
 
 
 def cases():
-    import torchvision.models as tvm
     out = []
     m = MyModule()
     out.append(('subgraph_creation', m, torch.fx.symbolic_trace(m), counter(3), False))
