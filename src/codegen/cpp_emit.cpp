@@ -450,9 +450,9 @@ class ForwardEmitter final : public Emitter {
     std::vector<std::string> parts;
     for (const auto& item : items) {
       if (item.is_none()) {
-        parts.push_back("torch::indexing::None");
+        parts.push_back("at::indexing::None");
       } else if (item.is<EllipsisType>()) {
-        parts.push_back("torch::indexing::Ellipsis");
+        parts.push_back("at::indexing::Ellipsis");
       } else if (const auto* s = std::get_if<Slice>(&item.storage())) {
         std::vector<std::string> sp;
         for (const auto& p : s->parts) {
@@ -465,7 +465,7 @@ class ForwardEmitter final : public Emitter {
           sp.push_back(v.expr);
         }
         while (!sp.empty() && sp.back() == "c10::nullopt") sp.pop_back();
-        parts.push_back("torch::indexing::Slice(" + join(sp) + ")");
+        parts.push_back("at::indexing::Slice(" + join(sp) + ")");
       } else {
         CppValue v = value(item);
         if (v.kind != Kind::integer && v.kind != Kind::tensor && v.kind != Kind::boolean)
