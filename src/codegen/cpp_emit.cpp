@@ -47,7 +47,7 @@ std::string CppNames::make(const std::string& want) {
   for (char c : want) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
   // Identifiers with a double underscore or _Capital are the implementation's.
-  if (base.find("__") != std::string::npos || (base[0] == '_' && base.size() > 1 && std::isupper(base[1])))
+  if (base.find("__") != std::string::npos || (base[0] == '_' && base.size() > 1 && std::isupper(static_cast<unsigned char>(base[1]))))
     base = "v" + base;
   if (taken_.insert(base).second) return base;
   for (size_t& i = next_suffix_[base];;) {
@@ -81,6 +81,13 @@ std::string cpp_double(double d) {
   std::string r = detail::repr_float(d);  // shortest round-trip digits, as Python prints them
   if (r.find_first_of(".e") == std::string::npos) r += ".0";
   return r;
+}
+
+std::string cpp_int_list(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  out += "}";
+  return !items.empty() && items[0] == "0" ? "at::IntArrayRef" + out : out;
 }
 
 std::string cpp_dtype(c10::ScalarType t) { return std::string("at::k") + c10::toString(t); }
@@ -238,7 +245,7 @@ class ForwardEmitter final : public Emitter {
       tensors = tensors && v.kind == Kind::tensor;
       parts.push_back(v.expr);
     }
-    if (items.empty() || ints) return {"{" + join(parts) + "}", Kind::int_list, {}};
+    if (items.empty() || ints) return {cpp_int_list(parts), Kind::int_list, {}};
     if (tensors) return {"{" + join(parts) + "}", Kind::tensor_list, {}};
     fail(current_, "has a list or tuple mixing kinds; only lists of ints or of tensors are supported");
   }
@@ -525,7 +532,7 @@ class ForwardEmitter final : public Emitter {
     auto v = [&](const Argument& a) { return value(a).expr; };
     auto list_of = [&](const Argument& a, int dims) {
       CppValue x = value(a);
-      if (x.kind == Kind::integer) return "{" + join(std::vector<std::string>(static_cast<size_t>(dims), x.expr)) + "}";
+      if (x.kind == Kind::integer) return cpp_int_list(std::vector<std::string>(static_cast<size_t>(dims), x.expr));
       return x.expr;
     };
     auto opt_list = [&](const Argument& a, int dims) { return a.is_none() ? std::string("{}") : list_of(a, dims); };
@@ -734,7 +741,9 @@ class ForwardEmitter final : public Emitter {
     for (const auto& a : args) pos.push_back(value(a));
     std::vector<std::pair<std::string, CppValue>> kw;
     for (const auto& [k, a] : kwargs) kw.emplace_back(k, value(a));
-    std::vector<c10::OperatorHandle> ops = runtime::aten_overloads("aten::" + name);
+    auto [cached, fresh] = overloads_.try_emplace(name);
+    if (fresh) cached->second = runtime::aten_overloads("aten::" + name);
+    const std::vector<c10::OperatorHandle>& ops = cached->second;
     if (ops.empty()) fail(n, "calls '" + name + "', which is no ATen operator export_cpp could call");
     for (const auto& op : ops) {
       const c10::FunctionSchema& s = op.schema();
@@ -793,12 +802,12 @@ class ForwardEmitter final : public Emitter {
           if (!accepts(list->getElementType(), pos[p], /*is_list_item=*/true)) return std::nullopt;
           items.push_back(pos[p].expr);
         }
-        bound[i] = "{" + join(items) + "}";
+        bound[i] = cpp_int_list(items);
         ++i;
         break;
       }
       if (!accepts(type, pos[p])) return std::nullopt;
-      bound[i] = int_list && pos[p].kind == Kind::integer ? "{" + pos[p].expr + "}" : pos[p].expr;
+      bound[i] = int_list && pos[p].kind == Kind::integer ? cpp_int_list({pos[p].expr}) : pos[p].expr;
     }
     for (const auto& [k, v] : kw) {
       size_t j = 0;
@@ -806,7 +815,7 @@ class ForwardEmitter final : public Emitter {
       while (j < params.size() && params[j].name() != key) ++j;
       if (j == params.size() || bound[j] || !accepts(params[j].real_type(), v)) return std::nullopt;
       auto list = params[j].real_type()->cast<c10::ListType>();
-      bound[j] = list && v.kind == Kind::integer ? "{" + v.expr + "}" : v.expr;
+      bound[j] = list && v.kind == Kind::integer ? cpp_int_list({v.expr}) : v.expr;
     }
     size_t last = 0;
     for (size_t j = 0; j < params.size(); ++j) {
@@ -823,6 +832,7 @@ class ForwardEmitter final : public Emitter {
   CppNames local_names_, member_names_;
   std::unordered_map<const Node*, CppValue> values_;
   std::unordered_map<std::string, size_t> weight_index_;
+  std::unordered_map<std::string, std::vector<c10::OperatorHandle>> overloads_;  // by ATen name
   const Node* current_ = nullptr;
 };
 

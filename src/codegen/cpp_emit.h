@@ -66,6 +66,10 @@ class CppNames {
 std::string cpp_string(const std::string& s);
 std::string cpp_double(double d);
 std::string cpp_dtype(c10::ScalarType t);
+// An int list argument: `{2, 2}`; `at::IntArrayRef{0, 0}` when the first item
+// is a literal 0, which could also start a c10::string_view(const char*,
+// size_t) and make the call ambiguous (conv2d's padding="same" overload).
+std::string cpp_int_list(const std::vector<std::string>& items);
 
 // The statements for one call_module node of an fx::nn leaf (cpp_modules.cpp).
 class Emitter;

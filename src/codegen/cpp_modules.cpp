@@ -21,9 +21,9 @@ namespace fx::codegen {
 namespace {
 
 std::string ints(const std::vector<int64_t>& v) {
-  std::string out = "{";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "}";
+  std::vector<std::string> items;
+  for (int64_t i : v) items.push_back(std::to_string(i));
+  return cpp_int_list(items);
 }
 
 std::string boolean(bool b) { return b ? "true" : "false"; }
@@ -38,9 +38,7 @@ std::string pool(const nn::PoolArg& a, const std::string& x, size_t dims) {
     items.push_back(item ? std::to_string(*item)
                          : x + ".size(" + std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(dims)) + ")");
   }
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out + "}";
+  return cpp_int_list(items);
 }
 
 // The call's arguments bound to forward's parameters (nullopt: not passed).
@@ -87,19 +85,22 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
   auto tensor = [](std::string expr) { return CppValue{std::move(expr), Kind::tensor, {}}; };
   auto in_place = [](bool inplace, const std::string& fn) { return inplace ? fn + "_" : fn; };
 
-  if (const auto* l = dynamic_cast<const nn::Linear*>(m))
-    return tensor("at::linear(" + input() + ", " + w("weight") + (l->bias.defined() ? ", " + w("bias") : "") + ")");
+  // Weights are looked up one statement at a time: the members are declared in that order.
+  if (const auto* l = dynamic_cast<const nn::Linear*>(m)) {
+    std::string x = input(), weight = w("weight");
+    return tensor("at::linear(" + x + ", " + weight + (l->bias.defined() ? ", " + w("bias") : "") + ")");
+  }
   if (const auto* c = dynamic_cast<const nn::ConvNd*>(m)) {
     const bool transposed = dynamic_cast<const nn::ConvTranspose1d*>(m) || dynamic_cast<const nn::ConvTranspose2d*>(m);
     if (c->padding_mode != "zeros") e.fail(n, "pads with mode '" + c->padding_mode + "'; export_cpp supports 'zeros'");
-    std::string x = input();
+    std::string x = input(), weight = w("weight");
     std::string b = opt_w(c->bias, "bias");
     size_t dims = c->kernel_size.size();
     if (transposed)
-      return tensor("at::conv_transpose" + std::to_string(dims) + "d(" + x + ", " + w("weight") + ", " + b + ", " +
+      return tensor("at::conv_transpose" + std::to_string(dims) + "d(" + x + ", " + weight + ", " + b + ", " +
                     ints(c->stride) + ", " + ints(c->padding) + ", " + ints(c->output_padding) + ", " +
                     std::to_string(c->groups) + ", " + ints(c->dilation) + ")");
-    return tensor("at::conv" + std::to_string(dims) + "d(" + x + ", " + w("weight") + ", " + b + ", " +
+    return tensor("at::conv" + std::to_string(dims) + "d(" + x + ", " + weight + ", " + b + ", " +
                   ints(c->stride) + ", " + ints(c->padding) + ", " + ints(c->dilation) + ", " +
                   std::to_string(c->groups) + ")");
   }
@@ -114,17 +115,22 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     }
     // Running statistics are read in eval mode and updated in training mode.
     const bool pass_stats = !bn->is_training() || bn->track_running_stats;
-    return tensor("at::batch_norm(" + x + ", " + opt_w(bn->weight, "weight") + ", " + opt_w(bn->bias, "bias") + ", " +
-                  (pass_stats ? opt_w(bn->running_mean, "running_mean") : "{}") + ", " +
-                  (pass_stats ? opt_w(bn->running_var, "running_var") : "{}") + ", " + boolean(use_batch_stats) +
+    std::string weight = opt_w(bn->weight, "weight"), bias = opt_w(bn->bias, "bias");
+    std::string mean = pass_stats ? opt_w(bn->running_mean, "running_mean") : "{}";
+    std::string var = pass_stats ? opt_w(bn->running_var, "running_var") : "{}";
+    return tensor("at::batch_norm(" + x + ", " + weight + ", " + bias + ", " + mean + ", " + var + ", " + boolean(use_batch_stats) +
                   ", " + cpp_double(momentum) + ", " + cpp_double(bn->eps) + ", /*cudnn_enabled=*/true)");
   }
-  if (const auto* ln = dynamic_cast<const nn::LayerNorm*>(m))
-    return tensor("at::layer_norm(" + input() + ", " + ints(ln->normalized_shape) + ", " + opt_w(ln->weight, "weight") +
-                  ", " + opt_w(ln->bias, "bias") + ", " + cpp_double(ln->eps) + ")");
-  if (const auto* gn = dynamic_cast<const nn::GroupNorm*>(m))
-    return tensor("at::group_norm(" + input() + ", " + std::to_string(gn->num_groups) + ", " +
-                  opt_w(gn->weight, "weight") + ", " + opt_w(gn->bias, "bias") + ", " + cpp_double(gn->eps) + ")");
+  if (const auto* ln = dynamic_cast<const nn::LayerNorm*>(m)) {
+    std::string x = input(), weight = opt_w(ln->weight, "weight"), bias = opt_w(ln->bias, "bias");
+    return tensor("at::layer_norm(" + x + ", " + ints(ln->normalized_shape) + ", " + weight + ", " + bias + ", " +
+                  cpp_double(ln->eps) + ")");
+  }
+  if (const auto* gn = dynamic_cast<const nn::GroupNorm*>(m)) {
+    std::string x = input(), weight = opt_w(gn->weight, "weight"), bias = opt_w(gn->bias, "bias");
+    return tensor("at::group_norm(" + x + ", " + std::to_string(gn->num_groups) + ", " + weight + ", " + bias + ", " +
+                  cpp_double(gn->eps) + ")");
+  }
   if (const auto* r = dynamic_cast<const nn::ReLU*>(m)) return tensor("at::" + in_place(r->inplace, "relu") + "(" + input() + ")");
   if (const auto* r = dynamic_cast<const nn::ReLU6*>(m))
     return tensor("at::" + in_place(r->inplace, "hardtanh") + "(" + input() + ", " + cpp_double(r->min_val) + ", " +
@@ -181,7 +187,8 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     return tensor(input() + ".unflatten(" + std::to_string(u->dim) + ", " + ints(u->unflattened_size) + ")");
   if (const auto* em = dynamic_cast<const nn::Embedding*>(m)) {
     if (em->max_norm) e.fail(n, "is an Embedding with max_norm (it renormalizes its weight in place)");
-    return tensor("at::embedding(" + w("weight") + ", " + input() + ", " +
+    std::string x = input();
+    return tensor("at::embedding(" + w("weight") + ", " + x + ", " +
                   std::to_string(em->padding_idx.value_or(-1)) + ", " + boolean(em->scale_grad_by_freq) + ", " +
                   boolean(em->sparse) + ")");
   }
@@ -198,20 +205,27 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     for (const auto* x : {&q, &k, &v})
       if (x->kind != Kind::tensor) e.fail(n, "passes a query, key or value that is not a tensor");
     auto seq_first = [&](const CppValue& x) { return a->batch_first ? x.expr + ".transpose(1, 0)" : x.expr; };
+    std::vector<std::string> ws;
+    ws.push_back(opt_w(a->in_proj_weight, "in_proj_weight"));
+    ws.push_back(opt_w(a->in_proj_bias, "in_proj_bias"));
+    ws.push_back(opt_w(a->bias_k, "bias_k"));
+    ws.push_back(opt_w(a->bias_v, "bias_v"));
+    ws.push_back(w("out_proj.weight"));
+    ws.push_back(opt_w(a->out_proj->bias, "out_proj.bias"));
     std::string options = "torch::nn::functional::MultiheadAttentionForwardFuncOptions(" +
-                          std::to_string(a->embed_dim) + ", " + std::to_string(a->num_heads) + ", " +
-                          opt_w(a->in_proj_weight, "in_proj_weight") + ", " + opt_w(a->in_proj_bias, "in_proj_bias") +
-                          ", " + opt_w(a->bias_k, "bias_k") + ", " + opt_w(a->bias_v, "bias_v") + ", " +
-                          boolean(a->add_zero_attn) + ", " + cpp_double(a->dropout) + ", " + w("out_proj.weight") +
-                          ", " + opt_w(a->out_proj->bias, "out_proj.bias") + ")";
+                          std::to_string(a->embed_dim) + ", " + std::to_string(a->num_heads) + ", " + ws[0] + ", " +
+                          ws[1] + ", " + ws[2] + ", " + ws[3] + ", " + boolean(a->add_zero_attn) + ", " +
+                          cpp_double(a->dropout) + ", " + ws[4] + ", " + ws[5] + ")";
     options += "\n          .training(" + boolean(a->is_training()) + ")";
     if (key_padding_mask) options += ".key_padding_mask(" + key_padding_mask->expr + ")";
     if (need_weights) options += ".need_weights(" + need_weights->expr + ")";
     if (attn_mask) options += ".attn_mask(" + attn_mask->expr + ")";
     if (average) options += ".average_attn_weights(" + average->expr + ")";
-    if (!a->in_proj_weight.defined())
-      options += ".use_separate_proj_weight(true).q_proj_weight(" + w("q_proj_weight") + ").k_proj_weight(" +
-                 w("k_proj_weight") + ").v_proj_weight(" + w("v_proj_weight") + ")";
+    if (!a->in_proj_weight.defined()) {
+      std::string q_w = w("q_proj_weight"), k_w = w("k_proj_weight"), v_w = w("v_proj_weight");
+      options += ".use_separate_proj_weight(true).q_proj_weight(" + q_w + ").k_proj_weight(" + k_w +
+                 ").v_proj_weight(" + v_w + ")";
+    }
     std::string call = "torch::nn::functional::multi_head_attention_forward(\n      " + seq_first(q) + ", " +
                        seq_first(k) + ", " + seq_first(v) + ",\n      " + options + ")";
     if (!a->batch_first) return CppValue{call, Kind::tuple, {Kind::tensor, Kind::tensor}};
