@@ -35,10 +35,27 @@ class Small(torch.nn.Module):
         return self.fc(x) * self.scale + self.offset
 
 
-MODELS = {'small': Small, 'resnet18': tvm.resnet18}
+def vit():
+    return tvm.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+                                 num_classes=10)
+
+
+MODELS = {'small': Small, 'resnet18': tvm.resnet18, 'vit': vit}
+
+
+def load_models_oracle():
+    """tests/models/oracle.py, for its fix of Proxy unpacking on Python 3.11
+    (`n, c, h, w = x.shape` in the ViT)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'models', 'oracle.py')
+    spec = importlib.util.spec_from_file_location('models_oracle', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main():
+    load_models_oracle().unpacking_proxies_on_python_311()
     out = {}
     for name, build in MODELS.items():
         gm = torch.fx.symbolic_trace(build().eval())

@@ -4,6 +4,7 @@
 #include <fx/codegen/to_folder.h>
 #include <fx/fx.h>
 #include <fx/models/resnet.h>
+#include <fx/models/vision_transformer.h>
 #include <fx/state_dict.h>
 
 #include <gtest/gtest.h>
@@ -135,6 +136,17 @@ TEST(ToFolder, Resnet18MatchesTorchFxAndRunsInPython) {
   model->eval();
   auto gm = fx::symbolic_trace(*model);
   check_against_fx(*gm, "resnet18", {1, 3, 64, 64});
+}
+
+// MultiheadAttention (a constructor, not its repr), nested parameters, torch._assert.
+TEST(ToFolder, VisionTransformerMatchesTorchFxAndRunsInPython) {
+  torch::manual_seed(0);
+  auto model = std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) p.normal_(0.0, 0.1);  // the head starts at zero
+  auto gm = fx::symbolic_trace(*model);
+  check_against_fx(*gm, "vit", {2, 3, 32, 32});
 }
 
 TEST(ToFolder, TensorsOfContainersAreDeclared) {
