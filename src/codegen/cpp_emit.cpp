@@ -21,20 +21,20 @@ namespace {
 
 // C++ keywords, and the names the generated code itself uses.
 constexpr std::string_view kReserved[] = {
-    "alignas",   "alignof",      "and",       "and_eq",      "asm",        "auto",          "bitand",
-    "bitor",     "bool",         "break",     "case",        "catch",      "char",          "char8_t",
-    "char16_t",  "char32_t",     "class",     "compl",       "concept",    "const",         "consteval",
-    "constexpr", "constinit",    "const_cast", "continue",   "co_await",   "co_return",     "co_yield",
-    "decltype",  "default",      "delete",    "do",          "double",     "dynamic_cast",  "else",
-    "enum",      "explicit",     "export",    "extern",      "false",      "float",         "for",
-    "friend",    "goto",         "if",        "inline",      "int",        "long",          "mutable",
-    "namespace", "new",          "noexcept",  "not",         "not_eq",     "nullptr",       "operator",
-    "or",        "or_eq",        "private",   "protected",   "public",     "register",      "reinterpret_cast",
-    "requires",  "return",       "short",     "signed",      "sizeof",     "static",        "static_assert",
-    "static_cast", "struct",     "switch",    "template",    "this",       "thread_local",  "throw",
-    "true",      "try",          "typedef",   "typeid",      "typename",   "union",         "unsigned",
-    "using",     "virtual",      "void",      "volatile",    "wchar_t",    "while",         "xor",
-    "xor_eq",    "self",         "at",        "torch",       "c10",        "std"};
+    "alignas",     "alignof",   "and",        "and_eq",    "asm",      "auto",         "bitand",
+    "bitor",       "bool",      "break",      "case",      "catch",    "char",         "char8_t",
+    "char16_t",    "char32_t",  "class",      "compl",     "concept",  "const",        "consteval",
+    "constexpr",   "constinit", "const_cast", "continue",  "co_await", "co_return",    "co_yield",
+    "decltype",    "default",   "delete",     "do",        "double",   "dynamic_cast", "else",
+    "enum",        "explicit",  "export",     "extern",    "false",    "float",        "for",
+    "friend",      "goto",      "if",         "inline",    "int",      "long",         "mutable",
+    "namespace",   "new",       "noexcept",   "not",       "not_eq",   "nullptr",      "operator",
+    "or",          "or_eq",     "private",    "protected", "public",   "register",     "reinterpret_cast",
+    "requires",    "return",    "short",      "signed",    "sizeof",   "static",       "static_assert",
+    "static_cast", "struct",    "switch",     "template",  "this",     "thread_local", "throw",
+    "true",        "try",       "typedef",    "typeid",    "typename", "union",        "unsigned",
+    "using",       "virtual",   "void",       "volatile",  "wchar_t",  "while",        "xor",
+    "xor_eq",      "self",      "at",         "torch",     "c10",      "std"};
 
 }  // namespace
 
@@ -47,7 +47,8 @@ std::string CppNames::make(const std::string& want) {
   for (char c : want) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
   // Identifiers with a double underscore or _Capital are the implementation's.
-  if (base.find("__") != std::string::npos || (base[0] == '_' && base.size() > 1 && std::isupper(static_cast<unsigned char>(base[1]))))
+  if (base.find("__") != std::string::npos ||
+      (base[0] == '_' && base.size() > 1 && std::isupper(static_cast<unsigned char>(base[1]))))
     base = "v" + base;
   if (taken_.insert(base).second) return base;
   for (size_t& i = next_suffix_[base];;) {
@@ -76,7 +77,8 @@ std::string cpp_string(const std::string& s) {
 }
 
 std::string cpp_double(double d) {
-  if (std::isinf(d)) return d > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
+  if (std::isinf(d))
+    return d > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
   if (std::isnan(d)) return "std::numeric_limits<double>::quiet_NaN()";
   std::string r = detail::repr_float(d);  // shortest round-trip digits, as Python prints them
   if (r.find_first_of(".e") == std::string::npos) r += ".0";
@@ -223,7 +225,8 @@ class ForwardEmitter final : public Emitter {
   }
 
   std::string weight(const std::string& path) override {
-    if (auto it = weight_index_.find(path); it != weight_index_.end()) return "self." + out_.weights[it->second].member;
+    if (auto it = weight_index_.find(path); it != weight_index_.end())
+      return "self." + out_.weights[it->second].member;
     at::Tensor t = gm_.get_tensor(path);
     weight_index_.emplace(path, out_.weights.size());
     out_.weights.push_back(Weight{path, member_names_.make(path), t});
@@ -232,7 +235,6 @@ class ForwardEmitter final : public Emitter {
 
   void line(const std::string& text) override { out_.body += "  " + text + "\n"; }
   std::string temp(const std::string& base) override { return local_names_.make(base); }
-
 
  private:
   // ---- values ----
@@ -341,8 +343,9 @@ class ForwardEmitter final : public Emitter {
     }
     if (t.rfind("torch.", 0) == 0 && t.find('.', 6) == std::string::npos)
       return aten(n, t.substr(6), n->args(), n->kwargs(), false);
-    fail(n, "calls a function export_cpp has no C++ spelling for (supported: operator.*, torch.*, "
-            "torch.nn.functional.*, torch.ops.aten.*, getattr)");
+    fail(n,
+         "calls a function export_cpp has no C++ spelling for (supported: operator.*, torch.*, "
+         "torch.nn.functional.*, torch.ops.aten.*, getattr)");
   }
 
   std::vector<CppValue> positional(const Node* n, size_t count) {
@@ -355,9 +358,8 @@ class ForwardEmitter final : public Emitter {
 
   CppValue operator_call(const Node* n, const std::string& op) {
     static const std::unordered_map<std::string, std::string> binary = {
-        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"truediv", "/"}, {"eq", "=="}, {"ne", "!="},
-        {"lt", "<"},  {"le", "<="}, {"gt", ">"},  {"ge", ">="},     {"and_", "&"}, {"or_", "|"},
-        {"xor", "^"}};
+        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"truediv", "/"}, {"eq", "=="}, {"ne", "!="}, {"lt", "<"},
+        {"le", "<="}, {"gt", ">"},  {"ge", ">="}, {"and_", "&"},    {"or_", "|"}, {"xor", "^"}};
     if (op == "getitem") return getitem(n);
     if (op == "neg" || op == "pos" || op == "invert" || op == "not_") {
       auto a = positional(n, 1);
@@ -383,12 +385,14 @@ class ForwardEmitter final : public Emitter {
         if (a.kind != Kind::tensor) fail(n, "needs a tensor on the left in C++");
         if (op == "floordiv") return {"at::div(" + a.expr + ", " + b.expr + ", \"floor\")", Kind::tensor, {}};
         return {std::string(op == "mod" ? "at::remainder(" : "at::pow(") + a.expr + ", " + b.expr + ")",
-                Kind::tensor, {}};
+                Kind::tensor,
+                {}};
       }
       // Python's floor semantics on numbers (helpers of forward.cpp).
       if (op == "pow") return {"std::pow(" + a.expr + ", " + b.expr + ")", Kind::real, {}};
       return {std::string(op == "floordiv" ? "py_floordiv(" : "py_mod(") + a.expr + ", " + b.expr + ")",
-              number, {}};
+              number,
+              {}};
     }
     auto sym = binary.find(op);
     if (sym == binary.end()) fail(n, "is operator." + op + ", which export_cpp does not translate");
@@ -426,15 +430,19 @@ class ForwardEmitter final : public Emitter {
             return v.expr;
           };
           if (!s->parts[2].is_none()) fail(n, "slices a list with a step");
-          return {"py_slice(" + seq.expr + ", " + part(s->parts[0]) + ", " + part(s->parts[1]) + ")", seq.kind, {}};
+          return {"py_slice(" + seq.expr + ", " + part(s->parts[0]) + ", " + part(s->parts[1]) + ")",
+                  seq.kind,
+                  {}};
         }
-        return {index_into(n, seq.expr, index), seq.kind == Kind::int_list ? Kind::integer : Kind::tensor, {}};
+        return {
+            index_into(n, seq.expr, index), seq.kind == Kind::int_list ? Kind::integer : Kind::tensor, {}};
       case Kind::tuple: {
         const auto* c = std::get_if<int64_t>(&index.storage());
         if (!c) fail(n, "indexes a tuple with something other than a constant int");
         int64_t size = static_cast<int64_t>(seq.items.size());
         int64_t i = *c < 0 ? *c + size : *c;
-        if (i < 0 || i >= size) fail(n, "indexes a tuple of " + std::to_string(size) + " items at " + std::to_string(*c));
+        if (i < 0 || i >= size)
+          fail(n, "indexes a tuple of " + std::to_string(size) + " items at " + std::to_string(*c));
         Kind k = seq.items[static_cast<size_t>(i)];
         return {"std::get<" + std::to_string(i) + ">(" + seq.expr + ")", k, {}};
       }
@@ -484,7 +492,8 @@ class ForwardEmitter final : public Emitter {
   }
 
   CppValue getattr(const Node* n) {
-    if (n->args().size() != 2 || !n->args()[1].is<std::string>()) fail(n, "takes an object and an attribute name");
+    if (n->args().size() != 2 || !n->args()[1].is<std::string>())
+      fail(n, "takes an object and an attribute name");
     CppValue x = value(n->args()[0]);
     const std::string& attr = n->args()[1].get<std::string>();
     if (x.kind != Kind::tensor) fail(n, "reads an attribute of a " + kind_name(x.kind));
@@ -512,12 +521,14 @@ class ForwardEmitter final : public Emitter {
     CppValue self = value(n->args()[0]);
     if (self.kind != Kind::tensor) fail(n, "calls a method of a " + kind_name(self.kind));
     const size_t nargs = n->args().size();
-    if (m == "size" && nargs == 1 && n->kwargs().empty()) return {self.expr + ".sizes().vec()", Kind::int_list, {}};
-    if (m == "size" && nargs == 2) return {self.expr + ".size(" + value(n->args()[1]).expr + ")", Kind::integer, {}};
+    if (m == "size" && nargs == 1 && n->kwargs().empty())
+      return {self.expr + ".sizes().vec()", Kind::int_list, {}};
+    if (m == "size" && nargs == 2)
+      return {self.expr + ".size(" + value(n->args()[1]).expr + ")", Kind::integer, {}};
     if ((m == "dim" || m == "ndimension") && nargs == 1) return {self.expr + ".dim()", Kind::integer, {}};
     if ((m == "numel" || m == "nelement") && nargs == 1) return {self.expr + ".numel()", Kind::integer, {}};
     static const std::unordered_map<std::string, std::string> casts = {
-        {"float", "at::kFloat"}, {"double", "at::kDouble"}, {"half", "at::kHalf"}, {"int", "at::kInt"},
+        {"float", "at::kFloat"}, {"double", "at::kDouble"}, {"half", "at::kHalf"},        {"int", "at::kInt"},
         {"long", "at::kLong"},   {"bool", "at::kBool"},     {"bfloat16", "at::kBFloat16"}};
     if (auto c = casts.find(m); c != casts.end() && nargs == 1)
       return {self.expr + ".to(" + c->second + ")", Kind::tensor, {}};
@@ -532,16 +543,20 @@ class ForwardEmitter final : public Emitter {
     auto v = [&](const Argument& a) { return value(a).expr; };
     auto list_of = [&](const Argument& a, int dims) {
       CppValue x = value(a);
-      if (x.kind == Kind::integer) return cpp_int_list(std::vector<std::string>(static_cast<size_t>(dims), x.expr));
+      if (x.kind == Kind::integer)
+        return cpp_int_list(std::vector<std::string>(static_cast<size_t>(dims), x.expr));
       return x.expr;
     };
-    auto opt_list = [&](const Argument& a, int dims) { return a.is_none() ? std::string("{}") : list_of(a, dims); };
+    auto opt_list = [&](const Argument& a, int dims) {
+      return a.is_none() ? std::string("{}") : list_of(a, dims);
+    };
     auto inplace = [&](const Argument& a, const std::string& name) {
       return a.is<bool>() && a.get<bool>() ? name + "_" : name;
     };
     if (f == "relu" || f == "silu" || f == "hardswish" || f == "hardsigmoid" || f == "mish" || f == "relu6") {
       auto a = bind({{"input", {}}, {"inplace", Argument(false)}});
-      if (f == "relu6") return {"at::" + inplace(a[1], "hardtanh") + "(" + v(a[0]) + ", 0.0, 6.0)", Kind::tensor, {}};
+      if (f == "relu6")
+        return {"at::" + inplace(a[1], "hardtanh") + "(" + v(a[0]) + ", 0.0, 6.0)", Kind::tensor, {}};
       return {"at::" + inplace(a[1], f) + "(" + v(a[0]) + ")", Kind::tensor, {}};
     }
     if (f == "sigmoid" || f == "tanh") {
@@ -557,46 +572,81 @@ class ForwardEmitter final : public Emitter {
       return {"at::" + inplace(a[2], "leaky_relu") + "(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
     }
     if (f == "hardtanh") {
-      auto a = bind({{"input", {}}, {"min_val", Argument(-1.0)}, {"max_val", Argument(1.0)}, {"inplace", Argument(false)}});
-      return {"at::" + inplace(a[3], "hardtanh") + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")", Kind::tensor, {}};
+      auto a = bind({{"input", {}},
+                     {"min_val", Argument(-1.0)},
+                     {"max_val", Argument(1.0)},
+                     {"inplace", Argument(false)}});
+      return {"at::" + inplace(a[3], "hardtanh") + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "softmax" || f == "log_softmax") {
       auto a = bind({{"input", {}}, {"dim", none}, {"_stacklevel", Argument(3)}, {"dtype", none}});
       if (a[1].is_none()) fail(n, "leaves dim to PyTorch's legacy choice; give dim");
       return {"at::" + f + "(" + v(a[0]) + ", " + v(a[1]) + (a[3].is_none() ? "" : ", " + v(a[3])) + ")",
-              Kind::tensor, {}};
+              Kind::tensor,
+              {}};
     }
     if (f == "dropout" || f == "dropout2d") {
-      auto a = bind({{"input", {}}, {"p", Argument(0.5)}, {"training", Argument(true)}, {"inplace", Argument(false)}});
+      auto a = bind(
+          {{"input", {}}, {"p", Argument(0.5)}, {"training", Argument(true)}, {"inplace", Argument(false)}});
       std::string fn = f == "dropout" ? "dropout" : "feature_dropout";
-      return {"at::" + inplace(a[3], fn) + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")", Kind::tensor, {}};
+      return {"at::" + inplace(a[3], fn) + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "linear") {
       auto a = bind({{"input", {}}, {"weight", {}}, {"bias", none}});
-      return {"at::linear(" + v(a[0]) + ", " + v(a[1]) + (a[2].is_none() ? "" : ", " + v(a[2])) + ")", Kind::tensor, {}};
+      return {"at::linear(" + v(a[0]) + ", " + v(a[1]) + (a[2].is_none() ? "" : ", " + v(a[2])) + ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "conv1d" || f == "conv2d" || f == "conv3d") {
       int d = f[4] - '0';
-      auto a = bind({{"input", {}}, {"weight", {}}, {"bias", none}, {"stride", Argument(1)}, {"padding", Argument(0)},
-                     {"dilation", Argument(1)}, {"groups", Argument(1)}});
+      auto a = bind({{"input", {}},
+                     {"weight", {}},
+                     {"bias", none},
+                     {"stride", Argument(1)},
+                     {"padding", Argument(0)},
+                     {"dilation", Argument(1)},
+                     {"groups", Argument(1)}});
       if (a[4].is<std::string>()) fail(n, "pads by name ('same'/'valid'); give the padding as numbers");
-      return {"at::" + f + "(" + join({v(a[0]), v(a[1]), a[2].is_none() ? "{}" : v(a[2]), list_of(a[3], d),
-                                        list_of(a[4], d), list_of(a[5], d), v(a[6])}) + ")",
-              Kind::tensor, {}};
+      return {"at::" + f + "(" +
+                  join({v(a[0]), v(a[1]), a[2].is_none() ? "{}" : v(a[2]), list_of(a[3], d), list_of(a[4], d),
+                        list_of(a[5], d), v(a[6])}) +
+                  ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "batch_norm") {
-      auto a = bind({{"input", {}}, {"running_mean", {}}, {"running_var", {}}, {"weight", none}, {"bias", none},
-                     {"training", Argument(false)}, {"momentum", Argument(0.1)}, {"eps", Argument(1e-5)}});
-      return {"at::batch_norm(" + join({v(a[0]), a[3].is_none() ? "{}" : v(a[3]), a[4].is_none() ? "{}" : v(a[4]),
-                                         a[1].is_none() ? "{}" : v(a[1]), a[2].is_none() ? "{}" : v(a[2]), v(a[5]),
-                                         v(a[6]), v(a[7]), "/*cudnn_enabled=*/true"}) + ")",
-              Kind::tensor, {}};
+      auto a = bind({{"input", {}},
+                     {"running_mean", {}},
+                     {"running_var", {}},
+                     {"weight", none},
+                     {"bias", none},
+                     {"training", Argument(false)},
+                     {"momentum", Argument(0.1)},
+                     {"eps", Argument(1e-5)}});
+      return {"at::batch_norm(" +
+                  join({v(a[0]), a[3].is_none() ? "{}" : v(a[3]), a[4].is_none() ? "{}" : v(a[4]),
+                        a[1].is_none() ? "{}" : v(a[1]), a[2].is_none() ? "{}" : v(a[2]), v(a[5]), v(a[6]),
+                        v(a[7]), "/*cudnn_enabled=*/true"}) +
+                  ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "layer_norm") {
-      auto a = bind({{"input", {}}, {"normalized_shape", {}}, {"weight", none}, {"bias", none}, {"eps", Argument(1e-5)}});
-      return {"at::layer_norm(" + join({v(a[0]), list_of(a[1], 1), a[2].is_none() ? "{}" : v(a[2]),
-                                         a[3].is_none() ? "{}" : v(a[3]), v(a[4])}) + ")",
-              Kind::tensor, {}};
+      auto a = bind({{"input", {}},
+                     {"normalized_shape", {}},
+                     {"weight", none},
+                     {"bias", none},
+                     {"eps", Argument(1e-5)}});
+      return {"at::layer_norm(" +
+                  join({v(a[0]), list_of(a[1], 1), a[2].is_none() ? "{}" : v(a[2]),
+                        a[3].is_none() ? "{}" : v(a[3]), v(a[4])}) +
+                  ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d") {
       int d = f[f.size() - 2] - '0';
@@ -605,19 +655,36 @@ class ForwardEmitter final : public Emitter {
     }
     if (f == "max_pool1d" || f == "max_pool2d" || f == "max_pool3d") {
       int d = f[f.size() - 2] - '0';
-      auto a = bind({{"input", {}}, {"kernel_size", {}}, {"stride", none}, {"padding", Argument(0)},
-                     {"dilation", Argument(1)}, {"ceil_mode", Argument(false)}, {"return_indices", Argument(false)}});
-      if (!(a[6].is<bool>() && !a[6].get<bool>())) fail(n, "returns indices; export_cpp supports return_indices=False");
-      return {"at::" + f + "(" + join({v(a[0]), list_of(a[1], d), opt_list(a[2], d), list_of(a[3], d),
-                                        list_of(a[4], d), v(a[5])}) + ")",
-              Kind::tensor, {}};
+      auto a = bind({{"input", {}},
+                     {"kernel_size", {}},
+                     {"stride", none},
+                     {"padding", Argument(0)},
+                     {"dilation", Argument(1)},
+                     {"ceil_mode", Argument(false)},
+                     {"return_indices", Argument(false)}});
+      if (!(a[6].is<bool>() && !a[6].get<bool>()))
+        fail(n, "returns indices; export_cpp supports return_indices=False");
+      return {"at::" + f + "(" +
+                  join({v(a[0]), list_of(a[1], d), opt_list(a[2], d), list_of(a[3], d), list_of(a[4], d),
+                        v(a[5])}) +
+                  ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "avg_pool2d") {
-      auto a = bind({{"input", {}}, {"kernel_size", {}}, {"stride", none}, {"padding", Argument(0)},
-                     {"ceil_mode", Argument(false)}, {"count_include_pad", Argument(true)}, {"divisor_override", none}});
-      return {"at::avg_pool2d(" + join({v(a[0]), list_of(a[1], 2), opt_list(a[2], 2), list_of(a[3], 2), v(a[4]),
-                                         v(a[5]), v(a[6])}) + ")",
-              Kind::tensor, {}};
+      auto a = bind({{"input", {}},
+                     {"kernel_size", {}},
+                     {"stride", none},
+                     {"padding", Argument(0)},
+                     {"ceil_mode", Argument(false)},
+                     {"count_include_pad", Argument(true)},
+                     {"divisor_override", none}});
+      return {"at::avg_pool2d(" +
+                  join({v(a[0]), list_of(a[1], 2), opt_list(a[2], 2), list_of(a[3], 2), v(a[4]), v(a[5]),
+                        v(a[6])}) +
+                  ")",
+              Kind::tensor,
+              {}};
     }
     if (f == "pad") {
       auto a = bind({{"input", {}}, {"pad", {}}, {"mode", Argument("constant")}, {"value", none}});
@@ -627,7 +694,8 @@ class ForwardEmitter final : public Emitter {
   }
 
   // Python's binding of args/kwargs to `params`.
-  std::vector<Argument> bind_python(const Node* n, const std::string& fn, const std::vector<PyParam>& params) {
+  std::vector<Argument> bind_python(const Node* n, const std::string& fn,
+                                    const std::vector<PyParam>& params) {
     if (n->args().size() > params.size()) fail(n, "passes too many arguments to " + fn);
     std::vector<std::optional<Argument>> bound(params.size());
     for (size_t i = 0; i < n->args().size(); ++i) bound[i] = n->args()[i];
@@ -649,7 +717,8 @@ class ForwardEmitter final : public Emitter {
   // ---- ATen by schema ----
   static bool accepts(const c10::TypePtr& type, const CppValue& v, bool is_list_item = false) {
     using K = c10::TypeKind;
-    if (auto opt = type->cast<c10::OptionalType>()) return v.kind == Kind::none || accepts(opt->getElementType(), v);
+    if (auto opt = type->cast<c10::OptionalType>())
+      return v.kind == Kind::none || accepts(opt->getElementType(), v);
     switch (type->kind()) {
       case K::TensorType:
         return v.kind == Kind::tensor;
@@ -674,7 +743,8 @@ class ForwardEmitter final : public Emitter {
       case K::ListType: {
         auto elem = type->castRaw<c10::ListType>()->getElementType();
         if (elem->kind() == K::IntType || elem->kind() == K::SymIntType)
-          return v.kind == Kind::int_list || v.kind == Kind::integer;  // one int: a 1-item list (int[N] repeats it)
+          return v.kind == Kind::int_list ||
+                 v.kind == Kind::integer;  // one int: a 1-item list (int[N] repeats it)
         if (elem->kind() == K::TensorType) return v.kind == Kind::tensor_list;
         return false;
       }
@@ -710,7 +780,9 @@ class ForwardEmitter final : public Emitter {
     const c10::IValue& d = *arg.default_value();
     const auto& type = arg.real_type();
     if (d.isNone()) return "c10::nullopt";
-    auto elem = type->kind() == c10::TypeKind::OptionalType ? type->castRaw<c10::OptionalType>()->getElementType() : type;
+    auto elem = type->kind() == c10::TypeKind::OptionalType
+                    ? type->castRaw<c10::OptionalType>()->getElementType()
+                    : type;
     switch (elem->kind()) {
       case c10::TypeKind::ScalarTypeType:
         return cpp_dtype(static_cast<c10::ScalarType>(d.toInt()));
@@ -782,8 +854,9 @@ class ForwardEmitter final : public Emitter {
   }
 
   // The C++ arguments of a call of schema `s`, or nullopt when they do not fit.
-  std::optional<std::vector<std::string>> bind_schema(const c10::FunctionSchema& s, const std::vector<CppValue>& pos,
-                                                      const std::vector<std::pair<std::string, CppValue>>& kw) {
+  std::optional<std::vector<std::string>> bind_schema(
+      const c10::FunctionSchema& s, const std::vector<CppValue>& pos,
+      const std::vector<std::pair<std::string, CppValue>>& kw) {
     const auto& params = s.arguments();
     std::vector<std::optional<std::string>> bound(params.size());
     size_t positional_params = 0;
@@ -819,8 +892,10 @@ class ForwardEmitter final : public Emitter {
     }
     size_t last = 0;
     for (size_t j = 0; j < params.size(); ++j) {
-      if (bound[j]) last = j + 1;
-      else if (!params[j].default_value()) return std::nullopt;
+      if (bound[j])
+        last = j + 1;
+      else if (!params[j].default_value())
+        return std::nullopt;
     }
     std::vector<std::string> out;
     for (size_t j = 0; j < last; ++j) out.push_back(bound[j] ? *bound[j] : render_default(params[j]));
@@ -839,8 +914,9 @@ class ForwardEmitter final : public Emitter {
 }  // namespace
 
 void Emitter::fail(const Node* n, const std::string& why) {
-  std::string where = n ? "node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " + n->target().str() + ")"
-                        : "the graph";
+  std::string where =
+      n ? "node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " + n->target().str() + ")"
+        : "the graph";
   throw Error("export_cpp: " + where + " " + why);
 }
 

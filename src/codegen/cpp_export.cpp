@@ -30,7 +30,8 @@ std::string signature_params(const CppForward& f) {
   std::string out;
   for (size_t i = 0; i < f.params.size(); ++i) {
     const auto& [name, kind] = f.params[i];
-    out += (i ? ", " : "") + (kind == Kind::tensor ? "const at::Tensor& " : codegen::cpp_type(kind) + " ") + name;
+    out += (i ? ", " : "") + (kind == Kind::tensor ? "const at::Tensor& " : codegen::cpp_type(kind) + " ") +
+           name;
   }
   return out;
 }
@@ -38,19 +39,27 @@ std::string signature_params(const CppForward& f) {
 std::string model_h(const CppForward& f, const std::string& cls) {
   std::string out =
       "#pragma once\n"
-      "// " + cls + ": a GraphModule exported by fxcpp (export_cpp) as plain LibTorch code.\n"
+      "// " +
+      cls +
+      ": a GraphModule exported by fxcpp (export_cpp) as plain LibTorch code.\n"
       "\n"
       "#include <ATen/ATen.h>\n"
       "\n"
       "#include <string>\n"
       "\n"
-      "class " + cls + " {\n"
+      "class " +
+      cls +
+      " {\n"
       " public:\n"
       "  // Reads every parameter and buffer from `weights_path` (weights.pt: a\n"
       "  // dict name -> tensor, as torch.save / torch::pickle_save write it).\n"
-      "  explicit " + cls + "(const std::string& weights_path);\n"
+      "  explicit " +
+      cls +
+      "(const std::string& weights_path);\n"
       "\n"
-      "  " + f.return_type + " forward(" + signature_params(f) + ") const;\n"
+      "  " +
+      f.return_type + " forward(" + signature_params(f) +
+      ") const;\n"
       "\n"
       "  // The parameters and buffers forward uses, by their PyTorch names.\n";
   for (const auto& w : f.weights) out += "  at::Tensor " + w.member + ";  // " + w.path + "\n";
@@ -59,7 +68,8 @@ std::string model_h(const CppForward& f, const std::string& cls) {
 
 std::string model_cpp(const CppForward& f, const std::string& cls) {
   std::string out =
-      "// " + cls + "'s constructor: the weights, from the file export_cpp wrote.\n"
+      "// " + cls +
+      "'s constructor: the weights, from the file export_cpp wrote.\n"
       "#include \"model.h\"\n"
       "\n"
       "#include <torch/csrc/jit/serialization/pickle.h>\n"
@@ -67,15 +77,17 @@ std::string model_cpp(const CppForward& f, const std::string& cls) {
       "#include <fstream>\n"
       "#include <iterator>\n"
       "#include <stdexcept>\n"
-      "\n"
-      + cls + "::" + cls + "(const std::string& weights_path) {\n"
+      "\n" +
+      cls + "::" + cls +
+      "(const std::string& weights_path) {\n"
       "  std::ifstream file(weights_path, std::ios::binary);\n"
       "  if (!file) throw std::runtime_error(\"cannot read \" + weights_path);\n"
       "  std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());\n"
       "  c10::impl::GenericDict weights = torch::jit::pickle_load(bytes).toGenericDict();\n"
       "  auto get = [&](const char* name) {\n"
       "    auto it = weights.find(name);\n"
-      "    if (it == weights.end()) throw std::runtime_error(weights_path + \" has no tensor '\" + name + \"'\");\n"
+      "    if (it == weights.end()) throw std::runtime_error(weights_path + \" has no tensor '\" + name + "
+      "\"'\");\n"
       "    return it->value().toTensor();\n"
       "  };\n";
   for (const auto& w : f.weights) out += "  " + w.member + " = get(" + codegen::cpp_string(w.path) + ");\n";
@@ -83,12 +95,12 @@ std::string model_cpp(const CppForward& f, const std::string& cls) {
 }
 
 std::string forward_cpp(const CppForward& f, const std::string& cls) {
-  std::string out =
-      "// " + cls + "::forward, exported by fxcpp from the graph: one statement per\n"
-      "// node, each variable named after its node.\n"
-      "#include \"model.h\"\n"
-      "\n"
-      "#include <ATen/TensorIndexing.h>\n";
+  std::string out = "// " + cls +
+                    "::forward, exported by fxcpp from the graph: one statement per\n"
+                    "// node, each variable named after its node.\n"
+                    "#include \"model.h\"\n"
+                    "\n"
+                    "#include <ATen/TensorIndexing.h>\n";
   if (f.body.find("torch::nn::functional::") != std::string::npos)
     out += "#include <torch/nn/functional/activation.h>\n";
   out +=
@@ -133,9 +145,10 @@ std::string forward_cpp(const CppForward& f, const std::string& cls) {
       "\n"
       "}  // namespace\n"
       "\n" +
-      f.return_type + " " + cls + "::forward(" + signature_params(f) + ") const {\n"
-      "  [[maybe_unused]] const " + cls + "& self = *this;\n" +
-      f.body + "}\n";
+      f.return_type + " " + cls + "::forward(" + signature_params(f) +
+      ") const {\n"
+      "  [[maybe_unused]] const " +
+      cls + "& self = *this;\n" + f.body + "}\n";
   return out;
 }
 
@@ -158,61 +171,72 @@ std::string main_cpp(const CppForward& f, const std::string& cls) {
     }
     args += std::string(i ? ", " : "") + "inputs[" + std::to_string(i) + "]." + to;
   }
-  return
-      "// Runs " + cls + " on a saved input:\n"
-      "//   fx_model <weights.pt> <input.pt> <output.pt>\n"
-      "// input.pt: a tensor, or a tuple/list with one value per input of forward\n"
-      "// (torch.save in Python, torch::pickle_save in C++). The output is written\n"
-      "// the same way.\n"
-      "#include \"model.h\"\n"
-      "\n"
-      "#include <torch/csrc/jit/serialization/pickle.h>\n"
-      "#include <ATen/core/grad_mode.h>\n"
-      "\n"
-      "#include <fstream>\n"
-      "#include <iostream>\n"
-      "#include <iterator>\n"
-      "#include <stdexcept>\n"
-      "\n"
-      "int main(int argc, char** argv) {\n"
-      "  if (argc != 4) {\n"
-      "    std::cerr << \"usage: \" << argv[0] << \" <weights.pt> <input.pt> <output.pt>\\n\";\n"
-      "    return 2;\n"
-      "  }\n"
-      "  try {\n"
-      "    " + cls + " model(argv[1]);\n"
-      "    std::ifstream in(argv[2], std::ios::binary);\n"
-      "    if (!in) throw std::runtime_error(std::string(\"cannot read \") + argv[2]);\n"
-      "    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());\n"
-      "    c10::IValue input = torch::jit::pickle_load(bytes);\n"
-      "    std::vector<c10::IValue> inputs;\n"
-      "    if (input.isTuple())\n"
-      "      inputs = input.toTupleRef().elements().vec();\n"
-      "    else if (input.isList())\n"
-      "      inputs = input.toList().vec();\n"
-      "    else\n"
-      "      inputs = {input};\n"
-      "    if (inputs.size() != " + std::to_string(f.params.size()) + ")\n"
-      "      throw std::runtime_error(\"forward takes " + std::to_string(f.params.size()) +
-      " input(s), \" + std::to_string(inputs.size()) + \" given\");\n"
-      "    at::NoGradGuard no_grad;\n"
-      "    c10::IValue output = model.forward(" + args + ");\n"
-      "    std::vector<char> out = torch::jit::pickle_save(output);\n"
-      "    std::ofstream file(argv[3], std::ios::binary);\n"
-      "    file.write(out.data(), static_cast<std::streamsize>(out.size()));\n"
-      "    if (!file) throw std::runtime_error(std::string(\"cannot write \") + argv[3]);\n"
-      "  } catch (const std::exception& e) {\n"
-      "    std::cerr << e.what() << \"\\n\";\n"
-      "    return 1;\n"
-      "  }\n"
-      "  return 0;\n"
-      "}\n";
+  return "// Runs " + cls +
+         " on a saved input:\n"
+         "//   fx_model <weights.pt> <input.pt> <output.pt>\n"
+         "// input.pt: a tensor, or a tuple/list with one value per input of forward\n"
+         "// (torch.save in Python, torch::pickle_save in C++). The output is written\n"
+         "// the same way.\n"
+         "#include \"model.h\"\n"
+         "\n"
+         "#include <torch/csrc/jit/serialization/pickle.h>\n"
+         "#include <ATen/core/grad_mode.h>\n"
+         "\n"
+         "#include <fstream>\n"
+         "#include <iostream>\n"
+         "#include <iterator>\n"
+         "#include <stdexcept>\n"
+         "\n"
+         "int main(int argc, char** argv) {\n"
+         "  if (argc != 4) {\n"
+         "    std::cerr << \"usage: \" << argv[0] << \" <weights.pt> <input.pt> <output.pt>\\n\";\n"
+         "    return 2;\n"
+         "  }\n"
+         "  try {\n"
+         "    " +
+         cls +
+         " model(argv[1]);\n"
+         "    std::ifstream in(argv[2], std::ios::binary);\n"
+         "    if (!in) throw std::runtime_error(std::string(\"cannot read \") + argv[2]);\n"
+         "    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), "
+         "std::istreambuf_iterator<char>());\n"
+         "    c10::IValue input = torch::jit::pickle_load(bytes);\n"
+         "    std::vector<c10::IValue> inputs;\n"
+         "    if (input.isTuple())\n"
+         "      inputs = input.toTupleRef().elements().vec();\n"
+         "    else if (input.isList())\n"
+         "      inputs = input.toList().vec();\n"
+         "    else\n"
+         "      inputs = {input};\n"
+         "    if (inputs.size() != " +
+         std::to_string(f.params.size()) +
+         ")\n"
+         "      throw std::runtime_error(\"forward takes " +
+         std::to_string(f.params.size()) +
+         " input(s), \" + std::to_string(inputs.size()) + \" given\");\n"
+         "    at::NoGradGuard no_grad;\n"
+         "    c10::IValue output = model.forward(" +
+         args +
+         ");\n"
+         "    std::vector<char> out = torch::jit::pickle_save(output);\n"
+         "    std::ofstream file(argv[3], std::ios::binary);\n"
+         "    file.write(out.data(), static_cast<std::streamsize>(out.size()));\n"
+         "    if (!file) throw std::runtime_error(std::string(\"cannot write \") + argv[3]);\n"
+         "  } catch (const std::exception& e) {\n"
+         "    std::cerr << e.what() << \"\\n\";\n"
+         "    return 1;\n"
+         "  }\n"
+         "  return 0;\n"
+         "}\n";
 }
 
 std::string cmake_lists(const std::string& cls) {
-  return "# " + cls + ", exported by fxcpp (export_cpp): builds against an installed LibTorch.\n"
+  return "# " + cls +
+         ", exported by fxcpp (export_cpp): builds against an installed LibTorch.\n"
          "cmake_minimum_required(VERSION 3.18)\n"
-         "project(fx_export_" + cls + " LANGUAGES CXX)\n"
+         "project(fx_export_" +
+         cls +
+         " LANGUAGES CXX)\n"
          "\n"
          "find_package(Torch REQUIRED)\n"
          "\n"
@@ -232,12 +256,14 @@ void write_file(const fs::path& path, const std::string& text) {
 void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOptions& options) {
   const std::string& cls = options.class_name;
   if (!is_cpp_identifier(cls))
-    throw Error("export_cpp: class_name '" + cls + "' is not a C++ identifier (or is a keyword); pick a name like 'FxModule'");
+    throw Error("export_cpp: class_name '" + cls +
+                "' is not a C++ identifier (or is a keyword); pick a name like 'FxModule'");
   // Translate first: an unsupported node writes nothing.
   CppForward f = codegen::emit_forward(gm);
   for (const auto& w : f.weights)
     if (w.member == cls)
-      throw Error("export_cpp: class_name '" + cls + "' is also the member for '" + w.path + "'; pick another class_name");
+      throw Error("export_cpp: class_name '" + cls + "' is also the member for '" + w.path +
+                  "'; pick another class_name");
 
   std::error_code ec;
   fs::create_directory(dir, ec);

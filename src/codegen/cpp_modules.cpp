@@ -36,7 +36,8 @@ std::string pool(const nn::PoolArg& a, const std::string& x, size_t dims) {
   for (size_t i = 0; i < (a.is_int() ? dims : v.size()); ++i) {
     const auto& item = a.is_int() ? v[0] : v[i];
     items.push_back(item ? std::to_string(*item)
-                         : x + ".size(" + std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(dims)) + ")");
+                         : x + ".size(" +
+                               std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(dims)) + ")");
   }
   return cpp_int_list(items);
 }
@@ -45,12 +46,14 @@ std::string pool(const nn::PoolArg& a, const std::string& x, size_t dims) {
 std::vector<std::optional<Argument>> bind(Emitter& e, const Node* n, const Module& m) {
   const auto& params = m.forward_params();
   std::vector<std::optional<Argument>> out(params.size());
-  if (n->args().size() > params.size()) e.fail(n, "passes more arguments than " + m.type_name() + ".forward takes");
+  if (n->args().size() > params.size())
+    e.fail(n, "passes more arguments than " + m.type_name() + ".forward takes");
   for (size_t i = 0; i < n->args().size(); ++i) out[i] = n->args()[i];
   for (const auto& [k, a] : n->kwargs()) {
     size_t i = 0;
     while (i < params.size() && params[i].name != k) ++i;
-    if (i == params.size()) e.fail(n, "passes '" + k + "', which " + m.type_name() + ".forward does not take");
+    if (i == params.size())
+      e.fail(n, "passes '" + k + "', which " + m.type_name() + ".forward does not take");
     out[i] = a;
   }
   return out;
@@ -75,13 +78,18 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
   // Only the first parameter passed, as a tensor; the rest at their defaults.
   auto input = [&]() {
     for (size_t i = 1; i < args.size(); ++i)
-      if (args[i]) e.fail(n, "passes '" + m->forward_params()[i].name + "', which export_cpp does not translate for " + m->type_name());
+      if (args[i])
+        e.fail(n, "passes '" + m->forward_params()[i].name + "', which export_cpp does not translate for " +
+                      m->type_name());
     CppValue x = arg(0);
-    if (x.kind != Kind::tensor) e.fail(n, "passes a " + std::string(x.kind == Kind::none ? "None" : "non-tensor") + " input");
+    if (x.kind != Kind::tensor)
+      e.fail(n, "passes a " + std::string(x.kind == Kind::none ? "None" : "non-tensor") + " input");
     return x.expr;
   };
   auto w = [&](const char* name) { return e.weight(path + "." + name); };
-  auto opt_w = [&](const at::Tensor& t, const char* name) { return t.defined() ? w(name) : std::string("{}"); };
+  auto opt_w = [&](const at::Tensor& t, const char* name) {
+    return t.defined() ? w(name) : std::string("{}");
+  };
   auto tensor = [](std::string expr) { return CppValue{std::move(expr), Kind::tensor, {}}; };
   auto in_place = [](bool inplace, const std::string& fn) { return inplace ? fn + "_" : fn; };
 
@@ -91,8 +99,10 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     return tensor("at::linear(" + x + ", " + weight + (l->bias.defined() ? ", " + w("bias") : "") + ")");
   }
   if (const auto* c = dynamic_cast<const nn::ConvNd*>(m)) {
-    const bool transposed = dynamic_cast<const nn::ConvTranspose1d*>(m) || dynamic_cast<const nn::ConvTranspose2d*>(m);
-    if (c->padding_mode != "zeros") e.fail(n, "pads with mode '" + c->padding_mode + "'; export_cpp supports 'zeros'");
+    const bool transposed =
+        dynamic_cast<const nn::ConvTranspose1d*>(m) || dynamic_cast<const nn::ConvTranspose2d*>(m);
+    if (c->padding_mode != "zeros")
+      e.fail(n, "pads with mode '" + c->padding_mode + "'; export_cpp supports 'zeros'");
     std::string x = input(), weight = w("weight");
     std::string b = opt_w(c->bias, "bias");
     size_t dims = c->kernel_size.size();
@@ -110,7 +120,8 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     const bool update_stats = bn->is_training() && bn->track_running_stats && bn->running_mean.defined();
     double momentum = bn->momentum.value_or(0.0);
     if (update_stats) {
-      if (!bn->momentum) e.fail(n, "is a BatchNorm in training mode with momentum=None (a cumulative average)");
+      if (!bn->momentum)
+        e.fail(n, "is a BatchNorm in training mode with momentum=None (a cumulative average)");
       e.line(w("num_batches_tracked") + ".add_(1);");
     }
     // Running statistics are read in eval mode and updated in training mode.
@@ -118,29 +129,34 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     std::string weight = opt_w(bn->weight, "weight"), bias = opt_w(bn->bias, "bias");
     std::string mean = pass_stats ? opt_w(bn->running_mean, "running_mean") : "{}";
     std::string var = pass_stats ? opt_w(bn->running_var, "running_var") : "{}";
-    return tensor("at::batch_norm(" + x + ", " + weight + ", " + bias + ", " + mean + ", " + var + ", " + boolean(use_batch_stats) +
-                  ", " + cpp_double(momentum) + ", " + cpp_double(bn->eps) + ", /*cudnn_enabled=*/true)");
+    return tensor("at::batch_norm(" + x + ", " + weight + ", " + bias + ", " + mean + ", " + var + ", " +
+                  boolean(use_batch_stats) + ", " + cpp_double(momentum) + ", " + cpp_double(bn->eps) +
+                  ", /*cudnn_enabled=*/true)");
   }
   if (const auto* ln = dynamic_cast<const nn::LayerNorm*>(m)) {
     std::string x = input(), weight = opt_w(ln->weight, "weight"), bias = opt_w(ln->bias, "bias");
-    return tensor("at::layer_norm(" + x + ", " + ints(ln->normalized_shape) + ", " + weight + ", " + bias + ", " +
-                  cpp_double(ln->eps) + ")");
+    return tensor("at::layer_norm(" + x + ", " + ints(ln->normalized_shape) + ", " + weight + ", " + bias +
+                  ", " + cpp_double(ln->eps) + ")");
   }
   if (const auto* gn = dynamic_cast<const nn::GroupNorm*>(m)) {
     std::string x = input(), weight = opt_w(gn->weight, "weight"), bias = opt_w(gn->bias, "bias");
-    return tensor("at::group_norm(" + x + ", " + std::to_string(gn->num_groups) + ", " + weight + ", " + bias + ", " +
-                  cpp_double(gn->eps) + ")");
+    return tensor("at::group_norm(" + x + ", " + std::to_string(gn->num_groups) + ", " + weight + ", " +
+                  bias + ", " + cpp_double(gn->eps) + ")");
   }
-  if (const auto* r = dynamic_cast<const nn::ReLU*>(m)) return tensor("at::" + in_place(r->inplace, "relu") + "(" + input() + ")");
+  if (const auto* r = dynamic_cast<const nn::ReLU*>(m))
+    return tensor("at::" + in_place(r->inplace, "relu") + "(" + input() + ")");
   if (const auto* r = dynamic_cast<const nn::ReLU6*>(m))
-    return tensor("at::" + in_place(r->inplace, "hardtanh") + "(" + input() + ", " + cpp_double(r->min_val) + ", " +
-                  cpp_double(r->max_val) + ")");
+    return tensor("at::" + in_place(r->inplace, "hardtanh") + "(" + input() + ", " + cpp_double(r->min_val) +
+                  ", " + cpp_double(r->max_val) + ")");
   if (const auto* r = dynamic_cast<const nn::LeakyReLU*>(m))
-    return tensor("at::" + in_place(r->inplace, "leaky_relu") + "(" + input() + ", " + cpp_double(r->negative_slope) + ")");
+    return tensor("at::" + in_place(r->inplace, "leaky_relu") + "(" + input() + ", " +
+                  cpp_double(r->negative_slope) + ")");
   if (const auto* g = dynamic_cast<const nn::GELU*>(m))
     return tensor("at::gelu(" + input() + ", " + cpp_string(g->approximate) + ")");
-  if (const auto* s = dynamic_cast<const nn::SiLU*>(m)) return tensor("at::" + in_place(s->inplace, "silu") + "(" + input() + ")");
-  if (const auto* s = dynamic_cast<const nn::Mish*>(m)) return tensor("at::" + in_place(s->inplace, "mish") + "(" + input() + ")");
+  if (const auto* s = dynamic_cast<const nn::SiLU*>(m))
+    return tensor("at::" + in_place(s->inplace, "silu") + "(" + input() + ")");
+  if (const auto* s = dynamic_cast<const nn::Mish*>(m))
+    return tensor("at::" + in_place(s->inplace, "mish") + "(" + input() + ")");
   if (const auto* s = dynamic_cast<const nn::Hardswish*>(m))
     return tensor("at::" + in_place(s->inplace, "hardswish") + "(" + input() + ")");
   if (const auto* s = dynamic_cast<const nn::Hardsigmoid*>(m))
@@ -159,38 +175,41 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     if (p->return_indices) e.fail(n, "returns indices; export_cpp supports return_indices=False");
     size_t dims = dynamic_cast<const nn::MaxPool1d*>(m) ? 1 : 2;
     std::string x = input();
-    return tensor("at::max_pool" + std::to_string(dims) + "d(" + x + ", " + pool(p->kernel_size, x, dims) + ", " +
-                  pool(p->stride, x, dims) + ", " + pool(p->padding, x, dims) + ", " + pool(p->dilation, x, dims) +
-                  ", " + boolean(p->ceil_mode) + ")");
+    return tensor("at::max_pool" + std::to_string(dims) + "d(" + x + ", " + pool(p->kernel_size, x, dims) +
+                  ", " + pool(p->stride, x, dims) + ", " + pool(p->padding, x, dims) + ", " +
+                  pool(p->dilation, x, dims) + ", " + boolean(p->ceil_mode) + ")");
   }
   if (const auto* p = dynamic_cast<const nn::AvgPool2d*>(m)) {
     std::string x = input();
-    return tensor("at::avg_pool2d(" + x + ", " + pool(p->kernel_size, x, 2) + ", " + pool(p->stride, x, 2) + ", " +
-                  pool(p->padding, x, 2) + ", " + boolean(p->ceil_mode) + ", " + boolean(p->count_include_pad) +
-                  ", " + (p->divisor_override ? std::to_string(*p->divisor_override) : "c10::nullopt") + ")");
+    return tensor("at::avg_pool2d(" + x + ", " + pool(p->kernel_size, x, 2) + ", " + pool(p->stride, x, 2) +
+                  ", " + pool(p->padding, x, 2) + ", " + boolean(p->ceil_mode) + ", " +
+                  boolean(p->count_include_pad) + ", " +
+                  (p->divisor_override ? std::to_string(*p->divisor_override) : "c10::nullopt") + ")");
   }
   if (const auto* p = dynamic_cast<const nn::AdaptiveAvgPoolNd*>(m)) {
     size_t dims = dynamic_cast<const nn::AdaptiveAvgPool1d*>(m) ? 1 : 2;
     std::string x = input();
-    return tensor("at::adaptive_avg_pool" + std::to_string(dims) + "d(" + x + ", " + pool(p->output_size, x, dims) + ")");
+    return tensor("at::adaptive_avg_pool" + std::to_string(dims) + "d(" + x + ", " +
+                  pool(p->output_size, x, dims) + ")");
   }
   if (const auto* d = dynamic_cast<const nn::Dropout*>(m)) {
     // Dropout2d drops whole channels: ATen's feature_dropout.
     std::string fn = dynamic_cast<const nn::Dropout2d*>(m) ? "feature_dropout" : "dropout";
-    return tensor("at::" + in_place(d->inplace, fn) + "(" + input() + ", " + cpp_double(d->p) + ", /*train=*/" +
-                  boolean(d->is_training()) + ")");
+    return tensor("at::" + in_place(d->inplace, fn) + "(" + input() + ", " + cpp_double(d->p) +
+                  ", /*train=*/" + boolean(d->is_training()) + ")");
   }
   if (dynamic_cast<const nn::Identity*>(m)) return tensor(input());
   if (const auto* f = dynamic_cast<const nn::Flatten*>(m))
-    return tensor(input() + ".flatten(" + std::to_string(f->start_dim) + ", " + std::to_string(f->end_dim) + ")");
+    return tensor(input() + ".flatten(" + std::to_string(f->start_dim) + ", " + std::to_string(f->end_dim) +
+                  ")");
   if (const auto* u = dynamic_cast<const nn::Unflatten*>(m))
     return tensor(input() + ".unflatten(" + std::to_string(u->dim) + ", " + ints(u->unflattened_size) + ")");
   if (const auto* em = dynamic_cast<const nn::Embedding*>(m)) {
     if (em->max_norm) e.fail(n, "is an Embedding with max_norm (it renormalizes its weight in place)");
     std::string x = input();
     return tensor("at::embedding(" + w("weight") + ", " + x + ", " +
-                  std::to_string(em->padding_idx.value_or(-1)) + ", " + boolean(em->scale_grad_by_freq) + ", " +
-                  boolean(em->sparse) + ")");
+                  std::to_string(em->padding_idx.value_or(-1)) + ", " + boolean(em->scale_grad_by_freq) +
+                  ", " + boolean(em->sparse) + ")");
   }
   if (const auto* a = dynamic_cast<const nn::MultiheadAttention*>(m)) {
     // torch.nn.MultiheadAttention.forward: F.multi_head_attention_forward on
@@ -213,9 +232,9 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     ws.push_back(w("out_proj.weight"));
     ws.push_back(opt_w(a->out_proj->bias, "out_proj.bias"));
     std::string options = "torch::nn::functional::MultiheadAttentionForwardFuncOptions(" +
-                          std::to_string(a->embed_dim) + ", " + std::to_string(a->num_heads) + ", " + ws[0] + ", " +
-                          ws[1] + ", " + ws[2] + ", " + ws[3] + ", " + boolean(a->add_zero_attn) + ", " +
-                          cpp_double(a->dropout) + ", " + ws[4] + ", " + ws[5] + ")";
+                          std::to_string(a->embed_dim) + ", " + std::to_string(a->num_heads) + ", " + ws[0] +
+                          ", " + ws[1] + ", " + ws[2] + ", " + ws[3] + ", " + boolean(a->add_zero_attn) +
+                          ", " + cpp_double(a->dropout) + ", " + ws[4] + ", " + ws[5] + ")";
     options += "\n          .training(" + boolean(a->is_training()) + ")";
     if (key_padding_mask) options += ".key_padding_mask(" + key_padding_mask->expr + ")";
     if (need_weights) options += ".need_weights(" + need_weights->expr + ")";
@@ -231,7 +250,8 @@ CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& mo
     if (!a->batch_first) return CppValue{call, Kind::tuple, {Kind::tensor, Kind::tensor}};
     std::string tmp = e.temp(path + "_seq_first");
     e.line("auto " + tmp + " = " + call + ";");
-    return CppValue{"std::make_tuple(std::get<0>(" + tmp + ").transpose(1, 0), std::get<1>(" + tmp + "))", Kind::tuple,
+    return CppValue{"std::make_tuple(std::get<0>(" + tmp + ").transpose(1, 0), std::get<1>(" + tmp + "))",
+                    Kind::tuple,
                     {Kind::tensor, Kind::tensor}};
   }
   e.fail(n, "calls " + m->type_name() + ", which export_cpp does not translate");

@@ -23,11 +23,10 @@ namespace fs = std::filesystem;
 
 bool is_identifier(std::string_view s) {
   static constexpr std::string_view keywords[] = {
-      "False",  "None",   "True",    "and",      "as",       "assert", "async", "await",
-      "break",  "class",  "continue", "def",     "del",      "elif",   "else",  "except",
-      "finally", "for",   "from",    "global",   "if",       "import", "in",    "is",
-      "lambda", "nonlocal", "not",   "or",       "pass",     "raise",  "return", "try",
-      "while",  "with",   "yield"};
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
@@ -113,14 +112,16 @@ class ModuleWriter {
                 empty_decl(b.value()) + ")\n";
     if (const auto* fm = dynamic_cast<const Module*>(&m))
       for (const auto& [name, t] : fm->attributes())
-        out_ += "        " + self + ".register_buffer(" + detail::repr_string(name) + ", " + empty_decl(t) + ")\n";
+        out_ += "        " + self + ".register_buffer(" + detail::repr_string(name) + ", " + empty_decl(t) +
+                ")\n";
     for (const auto& p : m.named_parameters(false))
       if (p.value().defined()) {
         std::string ctor = "torch.nn.Parameter(" + empty_decl(p.value()) + ")";
         if (path.empty())  // torch.fx's own line for the GraphModule's parameters
           out_ += "        self." + p.key() + " = " + ctor + "\n";
         else
-          out_ += "        " + self + ".register_parameter(" + detail::repr_string(p.key()) + ", " + ctor + ")\n";
+          out_ +=
+              "        " + self + ".register_parameter(" + detail::repr_string(p.key()) + ", " + ctor + ")\n";
       }
   }
 
@@ -204,9 +205,10 @@ void to_folder(const GraphModule& gm, const std::string& dir, const std::string&
 
   // Build everything first: a module with no PyTorch spelling writes nothing.
   std::string model = "\nimport torch\n";
-  model += "from math import inf\nfrom math import nan\nNoneType = type(None)\nimport torch\n"
-           "from torch import device\nimport torch.fx._pytree as fx_pytree\n"
-           "import torch.utils._pytree as pytree\n";
+  model +=
+      "from math import inf\nfrom math import nan\nNoneType = type(None)\nimport torch\n"
+      "from torch import device\nimport torch.fx._pytree as fx_pytree\n"
+      "import torch.utils._pytree as pytree\n";
   model += "\nfrom torch.nn import *\nclass " + module_name +
            "(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n";
   ModuleWriter writer(model);

@@ -35,17 +35,17 @@ struct Mixed : fx::Module {
     scale = register_parameter("scale", torch::randn({6}));
   }
   Value forward(const std::vector<Value>& in) override {
-    Value x = in[0];                                          // (4, 8)
-    Value y = (*linear)(x);                                   // (4, 12)
-    Value batch = y.size()[0];                                // int
+    Value x = in[0];            // (4, 8)
+    Value y = (*linear)(x);     // (4, 12)
+    Value batch = y.size()[0];  // int
     Value half = fx::call("operator.floordiv", y.shape()[1], 2);
-    Value parts = y.chunk(2, fx::kw("dim", 1));               // two (4, 6)
+    Value parts = y.chunk(2, fx::kw("dim", 1));  // two (4, 6)
     Value a = parts[0] + parts[1] * 2.0 - Value(scale);
-    Value b = (*norm)(a).view(batch, half, -1);               // (4, 6, 1)
+    Value b = (*norm)(a).view(batch, half, -1);                       // (4, 6, 1)
     Value c = fx::call("torch.relu", b).squeeze(-1).transpose(0, 1);  // (6, 4)
     Value d = fx::call("torch.nn.functional.gelu", c);
     Value e = d[Value::tuple({Value::slice(fx::None, fx::None), Value::slice(1, fx::None)})];  // (6, 3)
-    Value m = fx::call("torch.max", e, fx::kw("dim", 1));     // (values, indices)
+    Value m = fx::call("torch.max", e, fx::kw("dim", 1));  // (values, indices)
     Value scaled = m[0] / fx::call("operator.mul", batch, 2) + e.mean(1);
     Value cat = fx::call("torch.cat", Value::list({scaled.unsqueeze(1), e}), fx::kw("dim", 1));
     return Value::tuple({cat.sigmoid(), m[1]});
@@ -80,7 +80,8 @@ std::vector<Case> corpus() {
       {"shufflenet_v2_x1_0", [] { return fx::models::shufflenet_v2_x1_0(); }, {1, 3, 64, 64}},
       {"mobilenet_v2", [] { return fx::models::mobilenet_v2(); }, {1, 3, 64, 64}},
       {"densenet121", [] { return fx::models::densenet121(); }, {1, 3, 64, 64}},
-      {"vit", [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10); },
+      {"vit",
+       [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10); },
        {2, 3, 32, 32}},
       {"mixed", [] { return std::make_shared<Mixed>(); }, {4, 8}},
   };
@@ -126,20 +127,19 @@ TEST(CppExport, Resnet18IsReadable) {
   ScratchDir dir("cpp_export_text");
   fx::export_cpp(*gm, dir.str("p"), {.class_name = "ResNet18"});
   std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
-  for (const char* line : {
-           "at::Tensor ResNet18::forward(const at::Tensor& x) const {\n",
-           "  // conv1: Conv2d(3, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)\n"
-           "  at::Tensor conv1 = at::conv2d(x, self.conv1_weight, {}, {2, 2}, {3, 3}, {1, 1}, 1);\n",
-           "  at::Tensor bn1 = at::batch_norm(conv1, self.bn1_weight, self.bn1_bias, self.bn1_running_mean, "
-           "self.bn1_running_var, false, 0.1, 1e-05, /*cudnn_enabled=*/true);\n",
-           "  at::Tensor relu = at::relu_(bn1);\n",
-           "  at::Tensor add = (layer1_0_bn2 + maxpool);\n",
-           "  at::Tensor flatten = at::flatten(avgpool, 1);\n",
-           "  at::Tensor fc = at::linear(flatten, self.fc_weight, self.fc_bias);\n",
-           "  return fc;\n"})
+  for (const char* line :
+       {"at::Tensor ResNet18::forward(const at::Tensor& x) const {\n",
+        "  // conv1: Conv2d(3, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)\n"
+        "  at::Tensor conv1 = at::conv2d(x, self.conv1_weight, {}, {2, 2}, {3, 3}, {1, 1}, 1);\n",
+        "  at::Tensor bn1 = at::batch_norm(conv1, self.bn1_weight, self.bn1_bias, self.bn1_running_mean, "
+        "self.bn1_running_var, false, 0.1, 1e-05, /*cudnn_enabled=*/true);\n",
+        "  at::Tensor relu = at::relu_(bn1);\n", "  at::Tensor add = (layer1_0_bn2 + maxpool);\n",
+        "  at::Tensor flatten = at::flatten(avgpool, 1);\n",
+        "  at::Tensor fc = at::linear(flatten, self.fc_weight, self.fc_bias);\n", "  return fc;\n"})
     EXPECT_NE(forward.find(line), std::string::npos) << line << "\nnot in\n" << forward;
   std::string header = export_test::read_text(dir.path() / "p" / "model.h");
-  EXPECT_NE(header.find("  at::Tensor layer1_0_conv1_weight;  // layer1.0.conv1.weight\n"), std::string::npos);
+  EXPECT_NE(header.find("  at::Tensor layer1_0_conv1_weight;  // layer1.0.conv1.weight\n"),
+            std::string::npos);
   // The weights file is keyed by the PyTorch names and holds the module's tensors.
   auto weights = export_test::load_ivalue(dir.path() / "p" / "weights.pt").toGenericDict();
   EXPECT_TRUE(weights.at("fc.weight").toTensor().equal(gm->get_tensor("fc.weight")));
@@ -150,18 +150,16 @@ TEST(CppExport, MixedModelIsReadable) {
   ScratchDir dir("cpp_export_mixed_text");
   fx::export_cpp(*gm, dir.str("p"));
   std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
-  for (const char* line : {
-           "c10::IValue FxModule::forward(const at::Tensor& x) const {\n",
-           "  std::vector<int64_t> size = linear.sizes().vec();\n",
-           "  int64_t getitem = size[0];\n",
-           "  int64_t floordiv = py_floordiv(getitem_1, 2);\n",
-           "  std::vector<at::Tensor> chunk = linear.chunk(2, 1);\n",
-           "  at::Tensor view = norm.view({getitem, floordiv, -1});\n",
-           "  at::Tensor gelu = at::gelu(transpose, \"none\");\n",
-           "  at::Tensor getitem_4 = gelu.index({at::indexing::Slice(), at::indexing::Slice(1)});\n",
-           "  auto max_1 = at::max(getitem_4, 1);\n",
-           "  at::Tensor getitem_5 = std::get<0>(max_1);\n",
-           "  return c10::ivalue::Tuple::create({sigmoid, getitem_6});\n"})
+  for (const char* line :
+       {"c10::IValue FxModule::forward(const at::Tensor& x) const {\n",
+        "  std::vector<int64_t> size = linear.sizes().vec();\n", "  int64_t getitem = size[0];\n",
+        "  int64_t floordiv = py_floordiv(getitem_1, 2);\n",
+        "  std::vector<at::Tensor> chunk = linear.chunk(2, 1);\n",
+        "  at::Tensor view = norm.view({getitem, floordiv, -1});\n",
+        "  at::Tensor gelu = at::gelu(transpose, \"none\");\n",
+        "  at::Tensor getitem_4 = gelu.index({at::indexing::Slice(), at::indexing::Slice(1)});\n",
+        "  auto max_1 = at::max(getitem_4, 1);\n", "  at::Tensor getitem_5 = std::get<0>(max_1);\n",
+        "  return c10::ivalue::Tuple::create({sigmoid, getitem_6});\n"})
     EXPECT_NE(forward.find(line), std::string::npos) << line << "\nnot in\n" << forward;
 }
 
@@ -185,7 +183,8 @@ TEST(CppExport, BadInputIsAnError) {
     fx::export_cpp(unsupported, dir.str("sqrt"));
     FAIL() << "math.sqrt was exported";
   } catch (const fx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'sqrt' (call_function math.sqrt)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'sqrt' (call_function math.sqrt)"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "sqrt"));
 
@@ -198,7 +197,8 @@ TEST(CppExport, BadInputIsAnError) {
     fx::export_cpp(bad_view, dir.str("view"));
     FAIL() << "view('not a size') was exported";
   } catch (const fx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'view' (call_method view) fits no ATen schema"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("node 'view' (call_method view) fits no ATen schema"),
+              std::string::npos)
         << e.what();
   }
 
@@ -208,7 +208,8 @@ TEST(CppExport, BadInputIsAnError) {
     fx::export_cpp(*custom_gm, dir.str("custom"));
     FAIL() << "a custom leaf module was exported";
   } catch (const fx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'custom' (call_module custom)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'custom' (call_module custom)"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -224,9 +225,8 @@ void build_and_compare(const Case& c) {
 
   const char* cmake_env = std::getenv("FXCPP_CMAKE");
   std::string cmake = cmake_env ? cmake_env : "cmake";
-  std::string launcher = std::system("command -v ccache > /dev/null 2>&1") == 0
-                             ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-                             : "";
+  std::string launcher =
+      std::system("command -v ccache > /dev/null 2>&1") == 0 ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache" : "";
   auto log = dir.path() / "build.log";
   int rc = export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
                                 "' -DCMAKE_BUILD_TYPE=Release" + launcher + " && " + cmake + " --build '" +
@@ -237,8 +237,9 @@ void build_and_compare(const Case& c) {
   torch::manual_seed(1);
   at::Tensor x = torch::randn(c.input_shape);
   export_test::save_ivalue(dir.path() / "input.pt", x);
-  rc = export_test::run("'" + (project / "build" / "fx_model").string() + "' '" + (project / "weights.pt").string() +
-                            "' '" + dir.str("input.pt") + "' '" + dir.str("output.pt") + "'",
+  rc = export_test::run("'" + (project / "build" / "fx_model").string() + "' '" +
+                            (project / "weights.pt").string() + "' '" + dir.str("input.pt") + "' '" +
+                            dir.str("output.pt") + "'",
                         log);
   ASSERT_EQ(rc, 0) << export_test::read_text(log);
 
@@ -248,8 +249,10 @@ void build_and_compare(const Case& c) {
     torch::NoGradGuard no_grad;
     want = gm->run({x});
   }
-  std::vector<c10::IValue> g = got.isTuple() ? got.toTupleRef().elements().vec() : std::vector<c10::IValue>{got};
-  std::vector<c10::IValue> w = want.isTuple() ? want.toTupleRef().elements().vec() : std::vector<c10::IValue>{want};
+  std::vector<c10::IValue> g =
+      got.isTuple() ? got.toTupleRef().elements().vec() : std::vector<c10::IValue>{got};
+  std::vector<c10::IValue> w =
+      want.isTuple() ? want.toTupleRef().elements().vec() : std::vector<c10::IValue>{want};
   ASSERT_EQ(g.size(), w.size());
   for (size_t i = 0; i < g.size(); ++i) {
     at::Tensor a = g[i].toTensor(), b = w[i].toTensor();
@@ -269,7 +272,8 @@ class CppExportBuild : public ::testing::TestWithParam<std::string> {
     const char* env = std::getenv("FXCPP_EXPORT_BUILD");
     if (!env) GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=1 to build the exported projects";
     const bool always = GetParam() == "mixed" || GetParam() == "resnet18" || GetParam() == "vit";
-    if (!always && std::string(env) != "all") GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=all to build every model";
+    if (!always && std::string(env) != "all")
+      GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=all to build every model";
   }
 };
 
@@ -281,7 +285,7 @@ TEST_P(CppExportBuild, BuildsAndComputesWhatTheGraphModuleComputes) {
 
 INSTANTIATE_TEST_SUITE_P(Models, CppExportBuild, ::testing::Values("mixed", "resnet18", "vit"));
 INSTANTIATE_TEST_SUITE_P(Corpus, CppExportBuild,
-                         ::testing::Values("resnet50", "alexnet", "vgg11", "squeezenet1_0", "shufflenet_v2_x1_0",
-                                           "mobilenet_v2", "densenet121"));
+                         ::testing::Values("resnet50", "alexnet", "vgg11", "squeezenet1_0",
+                                           "shufflenet_v2_x1_0", "mobilenet_v2", "densenet121"));
 
 }  // namespace

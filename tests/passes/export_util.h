@@ -35,7 +35,9 @@ class ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   const fs::path& path() const { return path_; }
-  std::string str(const std::string& sub = "") const { return sub.empty() ? path_.string() : (path_ / sub).string(); }
+  std::string str(const std::string& sub = "") const {
+    return sub.empty() ? path_.string() : (path_ / sub).string();
+  }
 
  private:
   fs::path path_;

@@ -17,8 +17,8 @@
 
 namespace {
 
-using fx::Value;
 using export_test::ScratchDir;
+using fx::Value;
 
 const nlohmann::json& expected() {
   static const nlohmann::json j = [] {
@@ -35,9 +35,9 @@ struct Small : fx::Module {
   std::shared_ptr<fx::nn::Linear> fc;
   at::Tensor scale, offset;
   Small() : fx::Module("Small") {
-    conv = register_module("conv", std::make_shared<fx::nn::Conv2d>(3, 4, std::vector<int64_t>{3},
-                                                                     std::vector<int64_t>{1},
-                                                                     std::vector<int64_t>{1}));
+    conv = register_module(
+        "conv", std::make_shared<fx::nn::Conv2d>(3, 4, std::vector<int64_t>{3}, std::vector<int64_t>{1},
+                                                 std::vector<int64_t>{1}));
     bn = register_module("bn", std::make_shared<fx::nn::BatchNorm2d>(4));
     fc = register_module("fc", std::make_shared<fx::nn::Linear>(4 * 8 * 8, 10));
     scale = register_parameter("scale", torch::ones({10}));
@@ -46,7 +46,7 @@ struct Small : fx::Module {
   Value forward(const std::vector<Value>& in) override {
     Value x = fx::call("torch.relu", (*bn)((*conv)(in[0])));
     x = x.flatten(1);
-    return (*fc)(x) * Value(scale) + Value(offset);
+    return (*fc)(x)*Value(scale) + Value(offset);
   }
 };
 
@@ -80,14 +80,24 @@ std::string without_children(const std::string& text, const std::vector<std::str
 at::Tensor run_in_python(const ScratchDir& dir, const std::string& package, const at::Tensor& input,
                          bool training) {
   export_test::save_ivalue(dir.path() / "input.pt", input);
-  std::string script = "import sys, torch\n"
-                       "sys.path.insert(0, r'" + dir.str() + "')\n"
-                       "from " + package + " import FxModule\n"
-                       "m = FxModule()\n"
-                       "m.train(" + (training ? "True" : "False") + ")\n"
-                       "with torch.no_grad():\n"
-                       "    y = m(torch.load(r'" + dir.str("input.pt") + "'))\n"
-                       "torch.save({'output': y}, r'" + dir.str("output.pt") + "')\n";
+  std::string script =
+      "import sys, torch\n"
+      "sys.path.insert(0, r'" +
+      dir.str() +
+      "')\n"
+      "from " +
+      package +
+      " import FxModule\n"
+      "m = FxModule()\n"
+      "m.train(" +
+      (training ? "True" : "False") +
+      ")\n"
+      "with torch.no_grad():\n"
+      "    y = m(torch.load(r'" +
+      dir.str("input.pt") +
+      "'))\n"
+      "torch.save({'output': y}, r'" +
+      dir.str("output.pt") + "')\n";
   std::ofstream(dir.path() / "run.py") << script;
   int rc = export_test::run("/usr/bin/python3 '" + dir.str("run.py") + "'", dir.path() / "python.log");
   if (rc != 0) throw fx::Error("python failed:\n" + export_test::read_text(dir.path() / "python.log"));
@@ -101,8 +111,8 @@ void check_against_fx(fx::GraphModule& gm, const std::string& name, const std::v
   const std::string package = name + "_pkg";
   fx::to_folder(gm, dir.str(package), "FxModule");
 
-  std::string ours = replace_all(export_test::read_text(dir.path() / package / "module.py"),
-                                 dir.str(package), "<dir>");
+  std::string ours =
+      replace_all(export_test::read_text(dir.path() / package / "module.py"), dir.str(package), "<dir>");
   const auto& fx_side = expected()[name];
   auto pickled = fx_side["pickled"].get<std::vector<std::string>>();
   std::string theirs = fx_side["module_py"].get<std::string>();
@@ -164,11 +174,13 @@ TEST(ToFolder, TensorsOfContainersAreDeclared) {
   ScratchDir dir("to_folder_nested");
   fx::to_folder(gm, dir.str("nested_pkg"));
   std::string text = export_test::read_text(dir.path() / "nested_pkg" / "module.py");
-  EXPECT_NE(text.find("        self.inner = Module()\n"
-                      "        self.get_submodule('inner').register_buffer('b', torch.empty([4], dtype=torch.float32))\n"
-                      "        self.get_submodule('inner').register_parameter('w', torch.nn.Parameter(torch.empty([4], "
-                      "dtype=torch.float32)))\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "        self.inner = Module()\n"
+          "        self.get_submodule('inner').register_buffer('b', torch.empty([4], dtype=torch.float32))\n"
+          "        self.get_submodule('inner').register_parameter('w', torch.nn.Parameter(torch.empty([4], "
+          "dtype=torch.float32)))\n"),
+      std::string::npos)
       << text;
   at::Tensor x_in = torch::randn({4});
   at::Tensor got = run_in_python(dir, "nested_pkg", x_in, gm.is_training());
