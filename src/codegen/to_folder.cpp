@@ -1,0 +1,233 @@
+// to_folder: GraphModule.to_folder of torch.fx 1.13 (torch/fx/graph_module.py),
+// with constructors where torch.fx pickles modules.
+#include <fx/codegen/to_folder.h>
+#include <fx/error.h>
+#include <fx/nn/attention.h>
+#include <fx/nn/embedding.h>
+#include <fx/nn/shape.h>
+
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <vector>
+
+#include "../ir/repr.h"
+
+namespace fx {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_identifier(std::string_view s) {
+  static constexpr std::string_view keywords[] = {
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  for (auto k : keywords)
+    if (s == k) return false;
+  return true;
+}
+
+// str(pathlib.Path(dir)): no repeated separators, no `.` components, no
+// trailing separator (torch.fx prints the folder through Path).
+std::string path_str(const std::string& dir) {
+  bool absolute = !dir.empty() && dir[0] == '/';
+  std::string out;
+  size_t start = 0;
+  while (start <= dir.size()) {
+    size_t slash = dir.find('/', start);
+    std::string part = dir.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (!part.empty() && part != ".") out += (out.empty() ? "" : "/") + part;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (absolute) return "/" + out;
+  return out.empty() ? "." : out;
+}
+
+// torch.nn.modules.module._addindent(s, n): indent every line but the first.
+std::string add_indent(const std::string& s, size_t n) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '\n') out.append(n, ' ');
+  }
+  return out;
+}
+
+std::string shape_list(const at::Tensor& t) {
+  std::string out = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
+  return out + "]";
+}
+
+std::string empty_decl(const at::Tensor& t) {
+  return "torch.empty(" + shape_list(t) + ", dtype=" + detail::repr_dtype(t.scalar_type()) + ")";
+}
+
+std::string type_of(const torch::nn::Module& m) {
+  const auto* fm = dynamic_cast<const Module*>(&m);
+  return fm ? fm->type_name() : m.name();
+}
+
+// Python's repr quotes nothing after `mode=` in Upsample's and EmbeddingBag's
+// extra_repr (str(mode)); a constructor needs the string quoted.
+std::string quote_mode(std::string repr) {
+  size_t at = repr.find("mode=");
+  if (at == std::string::npos) return repr;
+  at += 5;
+  size_t end = repr.find_first_of(",)", at);
+  return repr.substr(0, at) + "'" + repr.substr(at, end - at) + "'" + repr.substr(end);
+}
+
+// Writes the lines of module.py's __init__ that build the module tree.
+class ModuleWriter {
+ public:
+  explicit ModuleWriter(std::string& out) : out_(out) {}
+
+  // `self.<name> = <expr>` for a child of the GraphModule, then its subtree.
+  void top_level(const std::string& name, const torch::nn::Module& m) {
+    std::string expr = constructor(m, name);
+    if (is_identifier(name))
+      out_ += "        self." + name + " = " + expr + "\n";
+    else  // torch.fx writes `self.0 = ...`, which Python cannot parse
+      out_ += "        self.add_module(" + detail::repr_string(name) + ", " + expr + ")\n";
+    subtree(m, name);
+  }
+
+  // The tensors of a container (torch.fx registers them on the module made
+  // for the dotted path), after its children exist.
+  void tensors(const torch::nn::Module& m, const std::string& path) {
+    std::string self = path.empty() ? "self" : "self.get_submodule(" + detail::repr_string(path) + ")";
+    for (const auto& b : m.named_buffers(false))
+      if (b.value().defined())
+        out_ += "        " + self + ".register_buffer(" + detail::repr_string(b.key()) + ", " +
+                empty_decl(b.value()) + ")\n";
+    if (const auto* fm = dynamic_cast<const Module*>(&m))
+      for (const auto& [name, t] : fm->attributes())
+        out_ += "        " + self + ".register_buffer(" + detail::repr_string(name) + ", " + empty_decl(t) +
+                ")\n";
+    for (const auto& p : m.named_parameters(false))
+      if (p.value().defined()) {
+        std::string ctor = "torch.nn.Parameter(" + empty_decl(p.value()) + ")";
+        if (path.empty())  // torch.fx's own line for the GraphModule's parameters
+          out_ += "        self." + p.key() + " = " + ctor + "\n";
+        else
+          out_ +=
+              "        " + self + ".register_parameter(" + detail::repr_string(p.key()) + ", " + ctor + ")\n";
+      }
+  }
+
+ private:
+  static bool is_container(const torch::nn::Module& m) {
+    const auto* fm = dynamic_cast<const Module*>(&m);
+    if (!fm || fm->is_standard_leaf()) return false;
+    const std::string& t = fm->type_name();
+    return t == "torch.nn.Module" || t == "torch.nn.Sequential" || t == "torch.nn.ModuleList" ||
+           t == "torch.nn.ModuleDict";
+  }
+
+  // A Python expression that constructs `m` (a container: an empty one).
+  static std::string constructor(const torch::nn::Module& m, const std::string& path) {
+    const auto* fm = dynamic_cast<const Module*>(&m);
+    if (is_container(m)) return fm->type_name().substr(std::string("torch.nn.").size()) + "()";
+    if (!fm || !fm->is_standard_leaf() || fm->type_name().rfind("torch.nn.", 0) != 0)
+      throw Error("to_folder: the submodule at '" + path + "' (" + type_of(m) +
+                  ") has no PyTorch equivalent that module.py could construct; only fx::nn modules "
+                  "and containers of them can be written (replace it by fx::nn modules, or trace "
+                  "through it)");
+    if (const auto* mha = dynamic_cast<const nn::MultiheadAttention*>(fm)) {
+      // Its repr lists out_proj as a child: spell the constructor instead.
+      auto b = [](bool v) { return std::string(v ? "True" : "False"); };
+      return "MultiheadAttention(" + std::to_string(mha->embed_dim) + ", " + std::to_string(mha->num_heads) +
+             ", dropout=" + detail::repr_float(mha->dropout) + ", bias=" + b(mha->in_proj_bias.defined()) +
+             ", add_bias_kv=" + b(mha->bias_k.defined()) + ", add_zero_attn=" + b(mha->add_zero_attn) +
+             ", kdim=" + std::to_string(mha->kdim) + ", vdim=" + std::to_string(mha->vdim) +
+             ", batch_first=" + b(mha->batch_first) + ")";
+    }
+    if (!m.children().empty())
+      throw Error("to_folder: the submodule at '" + path + "' (" + fm->type_name() +
+                  ") has children, so its repr is no constructor, and fxcpp knows no other spelling "
+                  "for it");
+    if (dynamic_cast<const nn::Upsample*>(fm) || dynamic_cast<const nn::EmbeddingBag*>(fm))
+      return quote_mode(fm->repr());
+    return fm->repr();
+  }
+
+  // The children of `m` (at `path`) and their tensors, depth first.
+  void subtree(const torch::nn::Module& m, const std::string& path) {
+    if (!is_container(m)) return;  // a leaf's constructor made its whole state
+    for (const auto& c : m.named_children()) {
+      std::string child = path + "." + c.key();
+      out_ += "        self.get_submodule(" + detail::repr_string(path) + ").add_module(" +
+              detail::repr_string(c.key()) + ", " + constructor(*c.value(), child) + ")\n";
+      subtree(*c.value(), child);
+    }
+    tensors(m, path);
+  }
+
+  std::string& out_;
+};
+
+// Module.state_dict() as torch.fx's GraphModule has it: tensor attributes are
+// buffers there (torch.fx's _copy_attr registers them so).
+void collect(const torch::nn::Module& m, const std::string& prefix, c10::Dict<std::string, at::Tensor>& out) {
+  for (const auto& p : m.named_parameters(false))
+    if (p.value().defined()) out.insert(prefix + p.key(), p.value().detach());
+  for (const auto& b : m.named_buffers(false))
+    if (b.value().defined()) out.insert(prefix + b.key(), b.value().detach());
+  if (const auto* fm = dynamic_cast<const Module*>(&m))
+    for (const auto& [name, t] : fm->attributes()) out.insert(prefix + name, t.detach());
+  for (const auto& c : m.named_children()) collect(*c.value(), prefix + c.key() + ".", out);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!f) throw Error("to_folder: cannot write " + path.string() + " (is the folder writable?)");
+}
+
+}  // namespace
+
+void to_folder(const GraphModule& gm, const std::string& dir, const std::string& module_name) {
+  if (!is_identifier(module_name))
+    throw Error("to_folder: module_name '" + module_name +
+                "' is not a Python identifier, so `from <folder> import " + module_name +
+                "` could not name it; pick a name like 'FxModule'");
+  const std::string folder = path_str(dir);
+
+  // Build everything first: a module with no PyTorch spelling writes nothing.
+  std::string model = "\nimport torch\n";
+  model +=
+      "from math import inf\nfrom math import nan\nNoneType = type(None)\nimport torch\n"
+      "from torch import device\nimport torch.fx._pytree as fx_pytree\n"
+      "import torch.utils._pytree as pytree\n";
+  model += "\nfrom torch.nn import *\nclass " + module_name +
+           "(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n";
+  ModuleWriter writer(model);
+  for (const auto& c : gm.named_children()) writer.top_level(c.key(), *c.value());
+  writer.tensors(gm, "");
+  model += "        self.load_state_dict(torch.load(r'" + folder + "/state_dict.pt'))\n";
+  model += add_indent(gm.code(), 4) + "\n";
+  c10::Dict<std::string, at::Tensor> state;
+  collect(gm, "", state);
+
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error("to_folder: cannot create the folder '" + dir + "'" + (ec ? " (" + ec.message() + ")" : "") +
+                "; its parent must exist and be writable");
+  std::vector<char> bytes = torch::pickle_save(state);
+  write_file(fs::path(dir) / "state_dict.pt", std::string(bytes.begin(), bytes.end()));
+  write_file(fs::path(dir) / "module.py", model);
+  write_file(fs::path(dir) / "__init__.py", "from .module import *");
+}
+
+}  // namespace fx
