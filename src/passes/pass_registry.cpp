@@ -3,14 +3,33 @@
 // object files that nothing references, registrars included.
 #include <fx/error.h>
 #include <fx/graph_module.h>
+#include <fx/passes/cse.h>
+#include <fx/passes/dead_code_elimination.h>
+#include <fx/passes/fuse.h>
 #include <fx/passes/pass_registry.h>
+#include <fx/passes/remove_dropout.h>
+#include <fx/passes/shape_prop.h>
 
 namespace fx::passes {
 
 const std::vector<Pass>& registered_passes() {
   static const std::vector<Pass> passes = {
-      {"dce", "eliminate_dead_code: erase pure nodes whose value is unused",
-       [](GraphModule& gm, const PassContext&) { return gm.graph().eliminate_dead_code(); }},
+      {"dce", "dead code elimination: erase unused nodes that are pure (not in-place, random or effect-only)",
+       [](GraphModule& gm, const PassContext&) { return eliminate_dead_code(gm); }},
+      {"cse", "common subexpression elimination: merge identical pure computations",
+       [](GraphModule& gm, const PassContext&) { return cse(gm); }},
+      {"fuse", "fold eval-mode BatchNorm into the Conv1d/2d/3d or Linear before it",
+       [](GraphModule& gm, const PassContext&) { return fuse(gm); }},
+      {"remove_dropout", "remove Dropout modules and dropout calls (eval-mode no-ops)",
+       [](GraphModule& gm, const PassContext&) { return remove_dropout(gm); }},
+      {"shape_prop", "run the example inputs and record each node's tensor_meta (shape, dtype, stride, ...)",
+       [](GraphModule& gm, const PassContext& context) {
+         if (context.example_inputs.empty())
+           throw Error("pass 'shape_prop' runs the module and needs example inputs (PassManager::example_inputs)");
+         std::vector<Value> inputs(context.example_inputs.begin(), context.example_inputs.end());
+         ShapeProp(gm).propagate(std::move(inputs));
+         return false;  // meta only: the graph is unchanged
+       }},
   };
   return passes;
 }
