@@ -2,7 +2,7 @@
 # Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
 # and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
 # full suite (with the torch.fx 1.13 conformance tests) on a release build;
-# the slow packaging test has its own command (below).
+# the slow packaging and export tests have their own commands (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -19,10 +19,12 @@ cmake --build build-asan -j"$jobs" --target fx_unit_tests fx_runtime_tests fx_ru
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes" -LE "export|corpus" --output-on-failure -j"$jobs"
 
-echo "== release build: all tests but packaging"
+echo "== release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFXCPP_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
-# The packaging test builds fxcpp twice more as a consumer would (install +
-# find_package, add_subdirectory): 5 minutes on 2 cores, so it runs on its own:
-#   ctest --test-dir build -L packaging
-ctest --test-dir build --output-on-failure -j"$jobs" -LE packaging
+# Two tests build LibTorch projects and take minutes on 2 cores, so they run
+# on their own:
+#   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
+#                                        # + find_package, add_subdirectory): 5 min
+#   ctest --test-dir build -L export     # export_cpp's projects built and run: 3 min
+ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export"
