@@ -4,7 +4,6 @@
 #include <fx/passes/cse.h>
 #include <fx/passes/purity.h>
 
-#include <chrono>
 #include <iostream>
 
 #include "simplify_test_util.h"
@@ -147,8 +146,9 @@ TEST(CSE, KindsOfConstants) {
 
 namespace {
 
-// 100k nodes: every pair of identical nodes merges, in linear time.
-TEST(CSE, LargeGraphIsLinear) {
+// 150k nodes: every pair of identical nodes merges (no recursion, nothing
+// quadratic to stall on; the timing is bench/passes_bench.cpp's).
+TEST(CSE, LargeGraph) {
   constexpr int kPairs = 50000;
   fx::Graph g;
   fx::Node* x = g.placeholder("x");
@@ -161,12 +161,8 @@ TEST(CSE, LargeGraphIsLinear) {
   g.output(cur);
   // The purity rules index the ATen operators once per process; not part of the pass.
   fx::passes::impurity(*g.output_node()->args()[0].node());
-  auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(fx::passes::cse(g));
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(fx::passes::cse(g));  // its speed: bench/passes_bench.cpp
   EXPECT_EQ(g.size(), static_cast<size_t>(2 * kPairs + 2));
-  std::cout << "cse on " << 3 * kPairs << " nodes: " << ms << " ms\n";
-  EXPECT_LT(ms, 5000.0);
 }
 
 }  // namespace

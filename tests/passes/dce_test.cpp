@@ -6,7 +6,6 @@
 #include <fx/passes/dead_code_elimination.h>
 #include <fx/passes/purity.h>
 
-#include <chrono>
 #include <iostream>
 
 #include "simplify_test_util.h"
@@ -160,8 +159,9 @@ TEST(DeadCodeElimination, MissingModule) {
 
 namespace {
 
-// 100k nodes, half of them dead chains hanging off a live one: linear.
-TEST(DeadCodeElimination, LargeGraphIsLinear) {
+// 100k nodes, half of them dead, hanging off a live chain (no recursion,
+// nothing quadratic to stall on; the timing is bench/passes_bench.cpp's).
+TEST(DeadCodeElimination, LargeGraph) {
   constexpr int kN = 50000;
   fx::Graph g;
   fx::Node* cur = g.placeholder("x");
@@ -172,12 +172,8 @@ TEST(DeadCodeElimination, LargeGraphIsLinear) {
   g.output(cur);
   // The purity rules index the ATen operators once per process; not part of the pass.
   fx::passes::impurity(*g.output_node()->args()[0].node());
-  auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(fx::passes::eliminate_dead_code(g));
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(g));  // its speed: bench/passes_bench.cpp
   EXPECT_EQ(g.size(), static_cast<size_t>(kN + 2));
-  std::cout << "dce on " << 2 * kN << " nodes: " << ms << " ms\n";
-  EXPECT_LT(ms, 5000.0);
 }
 
 }  // namespace

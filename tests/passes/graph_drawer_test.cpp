@@ -2,6 +2,8 @@
 // (graph_drawer_oracle.py): the DOT text of a small model (each option,
 // before and after ShapeProp) and of resnet18, mobilenet_v2 and a small vit
 // after ShapeProp is byte for byte what FX prints. Rendering runs Graphviz.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <fx/graph_module.h>
 #include <fx/models/mobilenetv2.h>
@@ -27,17 +29,7 @@ using fx::passes::ShapeProp;
 using fxcpp_tests::Small;
 using nlohmann::json;
 
-const json& expected() {
-  static const json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    return in ? json::parse(in) : json();
-  }();
-  return j;
-}
-
-#define NEED_ORACLE()       \
-  if (expected().is_null()) \
-  GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+using passes_test::expected;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -49,25 +41,25 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(FxGraphDrawer, SmallModelAsTorchFx) {
-  NEED_ORACLE();
+  SKIP_WITHOUT_ORACLE();
   Small m;
   auto gm = fx::symbolic_trace(m);
-  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(), expected()["small"].get<std::string>());
+  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(), expected().at("small").get<std::string>());
   EXPECT_EQ(FxGraphDrawer(*gm, "small", true, true).get_dot_graph().to_string(),
-            expected()["small_no_getattr_no_params"].get<std::string>());
+            expected().at("small_no_getattr_no_params").get<std::string>());
   EXPECT_EQ(FxGraphDrawer(*gm, "small", false, false, false).get_dot_graph().to_string(),
-            expected()["small_node_names"].get<std::string>());
+            expected().at("small_node_names").get<std::string>());
   ShapeProp(*gm).propagate({torch::randn({2, 3, 5, 5}), torch::randn({2, 2})});
   EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(),
-            expected()["small_shapes"].get<std::string>());
+            expected().at("small_shapes").get<std::string>());
 }
 
 class Corpus : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Corpus, DrawsAsTorchFxAfterShapeProp) {
-  NEED_ORACLE();
+  SKIP_WITHOUT_ORACLE();
   const std::string& name = GetParam();
-  const json& want = expected()[name];
+  const json& want = expected().at(name);
   std::shared_ptr<fx::Module> model;
   if (name == "resnet18") model = fx::models::resnet18();
   if (name == "mobilenet_v2") model = fx::models::mobilenet_v2();

@@ -1,6 +1,8 @@
 // fx::passes::NormalizeArgs, compared with torch.fx 1.13's NormalizeArgs on
 // the same models and hand-built graphs (normalize_args_oracle.py), and run:
 // the normalized module computes what the original computes.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
@@ -9,7 +11,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,23 +20,13 @@ namespace {
 using fx::kw;
 using fx::Value;
 
-nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    if (!in) return nlohmann::json();
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
-#define SKIP_WITHOUT_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+using passes_test::expected;
 
 void expect_torch_fx_text(const fx::GraphModule& gm, const std::string& name) {
   ASSERT_TRUE(expected().contains(name)) << name;
-  ASSERT_FALSE(expected()[name].contains("raises")) << expected()[name]["raises"];
-  EXPECT_EQ(gm.graph().to_string(), expected()[name]["graph"].get<std::string>()) << name;
-  EXPECT_EQ(gm.code(), expected()[name]["code"].get<std::string>()) << name;
+  ASSERT_FALSE(expected().at(name).contains("raises")) << expected().at(name).at("raises");
+  EXPECT_EQ(gm.graph().to_string(), expected().at(name).at("graph").get<std::string>()) << name;
+  EXPECT_EQ(gm.code(), expected().at(name).at("code").get<std::string>()) << name;
 }
 
 // Each call in its own statement: the order of the nodes is the order of
@@ -82,7 +73,7 @@ void expect_same_outputs(fx::GraphModule& a, fx::GraphModule& b, const at::Tenso
 
 TEST(NormalizeArgs, PythonSignatureTableIsTorchs) {
   SKIP_WITHOUT_ORACLE();
-  EXPECT_TRUE(expected()["signatures_current"].get<bool>())
+  EXPECT_TRUE(expected().at("signatures_current").get<bool>())
       << "src/passes/python_signatures.inc differs from what scripts/gen_python_signatures.py makes of this torch";
 }
 
@@ -190,7 +181,7 @@ std::string error_of(fx::GraphModule& gm) {
 
 TEST(NormalizeArgs, ArgumentsThatDoNotFitAPythonSignature) {
   SKIP_WITHOUT_ORACLE();
-  ASSERT_NE(expected()["too_many"]["raises"].get<std::string>().find("too many positional arguments"),
+  ASSERT_NE(expected().at("too_many").at("raises").get<std::string>().find("too many positional arguments"),
             std::string::npos);
   auto gm = one_call("torch.nn.functional.relu", {"x", false, 3});
   std::string msg = error_of(*gm);
@@ -205,7 +196,7 @@ TEST(NormalizeArgs, ArgumentsThatDoNotFitAPythonSignature) {
 
 TEST(NormalizeArgs, ArgumentsThatDoNotFitAModule) {
   SKIP_WITHOUT_ORACLE();
-  ASSERT_NE(expected()["bad_module"]["raises"].get<std::string>().find("too many positional arguments"),
+  ASSERT_NE(expected().at("bad_module").at("raises").get<std::string>().find("too many positional arguments"),
             std::string::npos);
   auto g = std::make_unique<fx::Graph>();
   fx::Node* x = g->placeholder("x");
@@ -218,7 +209,7 @@ TEST(NormalizeArgs, ArgumentsThatDoNotFitAModule) {
 
 TEST(NormalizeArgs, SchemaPythonCannotSign) {
   SKIP_WITHOUT_ORACLE();
-  ASSERT_NE(expected()["bad_schema"]["raises"].get<std::string>().find("'from' is not a valid parameter name"),
+  ASSERT_NE(expected().at("bad_schema").at("raises").get<std::string>().find("'from' is not a valid parameter name"),
             std::string::npos);
   auto gm = one_call("torch.can_cast", {c10::ScalarType::Int, c10::ScalarType::Long});
   std::string msg = error_of(*gm);
@@ -230,23 +221,20 @@ TEST(NormalizeArgs, SchemaPythonCannotSign) {
 
 namespace {
 
-// Linear in the graph (torch.fx 1.13 takes about 18 s for this at 10k nodes).
-TEST(NormalizeArgs, LargeChainIsLinear) {
-  auto time_normalize = [](int64_t n) {
-    auto g = std::make_unique<fx::Graph>();
-    fx::Node* v = g->placeholder("x");
-    for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
-    g->output(v);
-    fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-    auto start = std::chrono::steady_clock::now();
-    auto normalized = fx::passes::NormalizeArgs(gm).transform();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_EQ(normalized->graph().nodes().to_vector()[1]->kwargs().size(), 2u);  // F.relu: input, inplace
-    return s;
-  };
-  double t10k = time_normalize(10000), t100k = time_normalize(100000);
-  std::cout << "NormalizeArgs: 10k nodes " << t10k * 1e3 << " ms, 100k nodes " << t100k * 1e3 << " ms\n";
-  EXPECT_LT(t100k, 40 * t10k + 0.05);
+// A 100k-node chain (torch.fx 1.13 takes about 18 s at 10k nodes; the
+// timing is bench/'s, this checks the result at that size).
+TEST(NormalizeArgs, LargeChain) {
+  constexpr int64_t n = 100000;
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* v = g->placeholder("x");
+  for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
+  g->output(v);
+  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
+  auto normalized = fx::passes::NormalizeArgs(gm).transform();
+  std::vector<fx::Node*> nodes = normalized->graph().nodes().to_vector();
+  ASSERT_EQ(nodes.size(), static_cast<size_t>(n + 2));
+  EXPECT_EQ(nodes[1]->kwargs().size(), 2u);  // F.relu: input, inplace
+  EXPECT_EQ(nodes[n]->kwargs().size(), 1u);  // torch.relu: input
 }
 
 }  // namespace

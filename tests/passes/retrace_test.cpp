@@ -2,6 +2,8 @@
 // decomposition transform written in C++, compared with the same transform
 // run by torch.fx 1.13 (retrace_oracle.py), and run: the decomposed module
 // computes what the original computes.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <fx/graph_appending_tracer.h>
 #include <fx/models/resnet.h>
@@ -19,24 +21,14 @@ namespace {
 
 using fx::Value;
 
-nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    if (!in) return nlohmann::json();
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
-#define SKIP_WITHOUT_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+using passes_test::expected;
 
 void expect_torch_fx_text(const fx::GraphModule& gm, const std::string& name) {
   ASSERT_TRUE(expected().contains(name)) << name;
-  ASSERT_FALSE(expected()[name].contains("raises")) << expected()[name]["raises"];
-  EXPECT_EQ(gm.graph().to_string(), expected()[name]["graph"].get<std::string>()) << name;
-  EXPECT_EQ(gm.code(), expected()[name]["code"].get<std::string>()) << name;
-  EXPECT_EQ(gm.to_string(), expected()[name]["str"].get<std::string>()) << name;
+  ASSERT_FALSE(expected().at(name).contains("raises")) << expected().at(name).at("raises");
+  EXPECT_EQ(gm.graph().to_string(), expected().at(name).at("graph").get<std::string>()) << name;
+  EXPECT_EQ(gm.code(), expected().at(name).at("code").get<std::string>()) << name;
+  EXPECT_EQ(gm.to_string(), expected().at(name).at("str").get<std::string>()) << name;
 }
 
 struct ReluGelu : fx::Module {
@@ -155,8 +147,8 @@ TEST(Retrace, Resnet18ReluModulesDecomposed) {
   }
   g.eliminate_dead_code();
   gm->recompile();
-  EXPECT_EQ(gm->graph().to_string(), expected()["resnet18"]["graph"].get<std::string>());
-  EXPECT_EQ(gm->code(), expected()["resnet18"]["code"].get<std::string>());
+  EXPECT_EQ(gm->graph().to_string(), expected().at("resnet18").at("graph").get<std::string>());
+  EXPECT_EQ(gm->code(), expected().at("resnet18").at("code").get<std::string>());
   expect_same_outputs(*original, *gm, torch::randn({1, 3, 64, 64}));
 }
 
@@ -166,7 +158,7 @@ TEST(Retrace, TensorConstantIsAnError) {
   // torch.fx 1.13 records the tensor itself as an argument, and its code
   // prints `tensor([1., 1., 1., 1.])`, which cannot run; fxcpp refuses it.
   SKIP_WITHOUT_ORACLE();
-  EXPECT_NE(expected()["constant"]["code"].get<std::string>().find("+ tensor([1., 1., 1., 1.])"),
+  EXPECT_NE(expected().at("constant").at("code").get<std::string>().find("+ tensor([1., 1., 1., 1.])"),
             std::string::npos);
   ReluGelu m;
   std::map<std::string, Rule> table{

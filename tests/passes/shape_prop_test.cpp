@@ -3,6 +3,8 @@
 // vit), every node's meta["type"] and meta["tensor_meta"] (shape, dtype,
 // requires_grad, stride, memory_format, quantization) print as FX's do; the
 // shape-aware table equals tabulate's over FX's metadata; errors name the node.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <fx/graph_module.h>
 #include <fx/models/mobilenetv2.h>
@@ -28,17 +30,7 @@ using fx::passes::TensorMetadata;
 using fx::passes::TensorMetadataTree;
 using nlohmann::json;
 
-const json& expected() {
-  static const json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    return in ? json::parse(in) : json();
-  }();
-  return j;
-}
-
-#define NEED_ORACLE()       \
-  if (expected().is_null()) \
-  GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+using passes_test::expected;
 
 using fxcpp_tests::Small;
 
@@ -92,8 +84,8 @@ std::string our_repr(const fx::Node& n) {
 class Corpus : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Corpus, RecordsWhatTorchFxRecords) {
-  NEED_ORACLE();
-  const json& want = expected()[GetParam()];
+  SKIP_WITHOUT_ORACLE();
+  const json& want = expected().at(GetParam());
   auto model = build(GetParam());
   model->eval();
   auto gm = fx::symbolic_trace(*model);
@@ -139,8 +131,8 @@ TEST(ShapeProp, ReturnsTheModulesOutput) {
 
 // _extract_tensor_metadata on tensors made as the oracle makes them.
 TEST(TensorMetadata, PrintsAsTorchFx) {
-  NEED_ORACLE();
-  const json& want = expected()["tensors"];
+  SKIP_WITHOUT_ORACLE();
+  const json& want = expected().at("tensors");
   at::Tensor x = torch::arange(24.0).reshape({2, 3, 2, 2});
   std::vector<std::pair<std::string, at::Tensor>> cases = {
       {"contiguous", x},

@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the tests of the simplifying passes: the torch.fx oracle's JSON
 // (FXCPP_PASSES_EXPECTED) and numerical comparison.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -11,17 +13,9 @@
 
 namespace simplify_test {
 
-inline const nlohmann::json& expected() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    return in ? nlohmann::json::parse(in) : nlohmann::json();
-  }();
-  return j;
-}
+using passes_test::expected;
 
-// torch.fx's answer for `model`/`key`; the test is skipped when the oracle did not run.
-#define SKIP_WITHOUT_ORACLE() \
-  if (::simplify_test::expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run"
+// torch.fx's answer for `model`/`key` (a failure when the oracle lacks it).
 
 inline std::string oracle(const std::string& model, const std::string& key) {
   const auto& e = expected();

@@ -1,6 +1,8 @@
 // fx::passes::split_module, compared with torch.fx 1.13's split_module on the
 // same models written in Python (split_module_oracle.py), and run: the split
 // module computes what the original computes.
+#include "oracle.h"
+
 #include <fx/fx.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
@@ -8,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -19,17 +20,7 @@ namespace {
 using fx::kw;
 using fx::Value;
 
-nlohmann::json& expected() {
-  static nlohmann::json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    if (!in) return nlohmann::json();
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
-#define SKIP_WITHOUT_ORACLE() \
-  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run (" << FXCPP_PASSES_EXPECTED << ")"
+using passes_test::expected;
 
 // ---- the models of split_module_oracle.py ---------------------------------
 
@@ -130,7 +121,7 @@ fx::passes::SplitCallback by_index(int64_t parts, int64_t count) {
 void expect_torch_fx_split(const std::string& name, const fx::GraphModule& split,
                            const std::map<std::string, std::string>& qualname_map) {
   ASSERT_TRUE(expected().contains(name)) << name;
-  const auto& e = expected()[name];
+  const auto& e = expected().at(name);
   ASSERT_FALSE(e.contains("raises")) << name << ": torch.fx raised " << e["raises"];
   EXPECT_EQ(split.graph().to_string(), e["graph"].get<std::string>()) << name;
   EXPECT_EQ(split.code(), e["code"].get<std::string>()) << name;
@@ -217,7 +208,7 @@ TEST(SplitModule, DeadCodePartitionHasNoOutputs) {
   // torch.fx 1.13 fails here (IndexError: a partition with no outputs);
   // later torch.fx, and fxcpp, give it an empty tuple and do not unpack it.
   SKIP_WITHOUT_ORACLE();
-  ASSERT_NE(expected()["dead_code"]["raises"].get<std::string>().find("IndexError"), std::string::npos);
+  ASSERT_NE(expected().at("dead_code").at("raises").get<std::string>().find("IndexError"), std::string::npos);
   ModWithDeadCode m;
   auto gm = fx::symbolic_trace(m);
   bool saw_mul = false;
@@ -269,7 +260,7 @@ std::string error_of(F&& f) {
 
 TEST(SplitModule, CycleBetweenPartitions) {
   SKIP_WITHOUT_ORACLE();
-  EXPECT_NE(expected()["cycle"]["raises"].get<std::string>().find("cycle exists between partitions"),
+  EXPECT_NE(expected().at("cycle").at("raises").get<std::string>().find("cycle exists between partitions"),
             std::string::npos);
   Interleaved m;
   auto gm = fx::symbolic_trace(m);
@@ -279,7 +270,7 @@ TEST(SplitModule, CycleBetweenPartitions) {
   EXPECT_NE(msg.find("cycle exists between partitions"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'sigmoid' (partition 1) uses 'relu' (partition 0)"), std::string::npos) << msg;
   // nested with alternating partitions is a cycle in torch.fx too
-  EXPECT_NE(expected()["nested"]["raises"].get<std::string>().find("cycle"), std::string::npos);
+  EXPECT_NE(expected().at("nested").at("raises").get<std::string>().find("cycle"), std::string::npos);
   Nested n;
   auto ngm = fx::symbolic_trace(n);
   EXPECT_NE(error_of([&] { fx::passes::split_module(*ngm, n, counter(2)); }).find("cycle"), std::string::npos);
@@ -287,7 +278,7 @@ TEST(SplitModule, CycleBetweenPartitions) {
 
 TEST(SplitModule, KeepOriginalOrderAgainstDependencies) {
   SKIP_WITHOUT_ORACLE();
-  EXPECT_NE(expected()["keep_order_bad"]["raises"].get<std::string>().find("KeyError"), std::string::npos);
+  EXPECT_NE(expected().at("keep_order_bad").at("raises").get<std::string>().find("KeyError"), std::string::npos);
   Diamond m;
   auto gm = fx::symbolic_trace(m);
   std::string msg = error_of([&] {
@@ -325,26 +316,19 @@ TEST(SplitModule, MissingTarget) {
 
 namespace {
 
-// Linear in the graph: a 100k-node chain in 100 partitions (torch.fx 1.13
-// takes about 1 s for 10k nodes on this machine).
-TEST(SplitModule, LargeChainIsLinear) {
-  auto time_split = [](int64_t n) {
-    auto g = std::make_unique<fx::Graph>();
-    fx::Node* v = g->placeholder("x");
-    for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
-    g->output(v);
-    auto t0 = std::chrono::steady_clock::now();
-    fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-    auto start = std::chrono::steady_clock::now();
-    std::cout << "GraphModule of " << n << " nodes: " << std::chrono::duration<double>(start - t0).count() * 1e3 << " ms\n";
-    auto split = fx::passes::split_module(gm, gm, by_index(100, n));
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_EQ(split->graph().size(), 102u);  // x, 100 calls, output
-    return s;
-  };
-  double t10k = time_split(10000), t100k = time_split(100000);
-  std::cout << "split_module: 10k nodes " << t10k * 1e3 << " ms, 100k nodes " << t100k * 1e3 << " ms\n";
-  EXPECT_LT(t100k, 40 * t10k + 0.05);  // ~10x for 10x the nodes; quadratic would be ~100x
+// A 100k-node chain in 100 partitions (torch.fx 1.13 takes about 1 s for
+// 10k nodes; the timing is bench/passes_bench.cpp's, this checks the result).
+TEST(SplitModule, LargeChain) {
+  constexpr int64_t n = 100000;
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* v = g->placeholder("x");
+  for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
+  g->output(v);
+  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
+  auto split = fx::passes::split_module(gm, gm, by_index(100, n));
+  EXPECT_EQ(split->graph().size(), 102u);  // x, 100 calls, output
+  at::Tensor x = torch::randn({4});
+  EXPECT_TRUE(torch::equal(split->run({x}).toTensor(), torch::relu(x)));
 }
 
 }  // namespace

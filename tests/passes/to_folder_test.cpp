@@ -1,6 +1,8 @@
 // fx::to_folder against torch.fx 1.13's GraphModule.to_folder: module.py
 // byte for byte (see to_folder_oracle.py), and Debian's python3 importing the
 // folder and computing what the GraphModule computes.
+#include "oracle.h"
+
 #include <fx/codegen/to_folder.h>
 #include <fx/fx.h>
 #include <fx/models/resnet.h>
@@ -20,13 +22,7 @@ namespace {
 using export_test::ScratchDir;
 using fx::Value;
 
-const nlohmann::json& expected() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(FXCPP_PASSES_EXPECTED);
-    return in ? nlohmann::json::parse(in) : nlohmann::json();
-  }();
-  return j;
-}
+using passes_test::expected;
 
 // to_folder_oracle.py's Small.
 struct Small : fx::Module {
@@ -113,7 +109,7 @@ void check_against_fx(fx::GraphModule& gm, const std::string& name, const std::v
 
   std::string ours =
       replace_all(export_test::read_text(dir.path() / package / "module.py"), dir.str(package), "<dir>");
-  const auto& fx_side = expected()[name];
+  const auto& fx_side = expected().at(name);
   auto pickled = fx_side["pickled"].get<std::vector<std::string>>();
   std::string theirs = fx_side["module_py"].get<std::string>();
   if (pickled.empty())
