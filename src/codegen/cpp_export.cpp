@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cpp_emit.h"
+#include "write_file.h"
 
 namespace fx {
 
@@ -245,12 +246,6 @@ std::string cmake_lists(const std::string& cls) {
          "target_compile_features(fx_model PRIVATE cxx_std_17)\n";
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!f) throw Error("export_cpp: cannot write " + path.string() + " (is the folder writable?)");
-}
-
 }  // namespace
 
 void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOptions& options) {
@@ -273,12 +268,12 @@ void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOp
   c10::Dict<std::string, at::Tensor> weights;
   for (const auto& w : f.weights) weights.insert(w.path, w.tensor.detach());
   std::vector<char> bytes = torch::pickle_save(weights);
-  write_file(fs::path(dir) / "weights.pt", std::string(bytes.begin(), bytes.end()));
-  write_file(fs::path(dir) / "model.h", model_h(f, cls));
-  write_file(fs::path(dir) / "model.cpp", model_cpp(f, cls));
-  write_file(fs::path(dir) / "forward.cpp", forward_cpp(f, cls));
-  write_file(fs::path(dir) / "main.cpp", main_cpp(f, cls));
-  write_file(fs::path(dir) / "CMakeLists.txt", cmake_lists(cls));
+  detail::write_file(fs::path(dir) / "weights.pt", std::string(bytes.begin(), bytes.end()), "export_cpp");
+  detail::write_file(fs::path(dir) / "model.h", model_h(f, cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "model.cpp", model_cpp(f, cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "forward.cpp", forward_cpp(f, cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "main.cpp", main_cpp(f, cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "CMakeLists.txt", cmake_lists(cls), "export_cpp");
 }
 
 }  // namespace fx

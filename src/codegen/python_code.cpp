@@ -16,7 +16,7 @@ namespace fx {
 
 namespace {
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using detail::quoted;
 
 // The comma-separated arguments of a generic type, split at top level.
 std::vector<std::string> split_type_args(std::string_view inner) {

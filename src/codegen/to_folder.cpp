@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "../ir/repr.h"
+#include "../trace/module_dicts.h"
+#include "write_file.h"
 
 namespace fx {
 
@@ -52,16 +54,6 @@ std::string path_str(const std::string& dir) {
   return out.empty() ? "." : out;
 }
 
-// torch.nn.modules.module._addindent(s, n): indent every line but the first.
-std::string add_indent(const std::string& s, size_t n) {
-  std::string out;
-  for (char c : s) {
-    out += c;
-    if (c == '\n') out.append(n, ' ');
-  }
-  return out;
-}
-
 std::string shape_list(const at::Tensor& t) {
   std::string out = "[";
   for (int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
@@ -70,11 +62,6 @@ std::string shape_list(const at::Tensor& t) {
 
 std::string empty_decl(const at::Tensor& t) {
   return "torch.empty(" + shape_list(t) + ", dtype=" + detail::repr_dtype(t.scalar_type()) + ")";
-}
-
-std::string type_of(const torch::nn::Module& m) {
-  const auto* fm = dynamic_cast<const Module*>(&m);
-  return fm ? fm->type_name() : m.name();
 }
 
 // Python's repr quotes nothing after `mode=` in Upsample's and EmbeddingBag's
@@ -139,7 +126,7 @@ class ModuleWriter {
     const auto* fm = dynamic_cast<const Module*>(&m);
     if (is_container(m)) return fm->type_name().substr(std::string("torch.nn.").size()) + "()";
     if (!fm || !fm->is_standard_leaf() || fm->type_name().rfind("torch.nn.", 0) != 0)
-      throw Error("to_folder: the submodule at '" + path + "' (" + type_of(m) +
+      throw Error("to_folder: the submodule at '" + path + "' (" + detail::type_of(m) +
                   ") has no PyTorch equivalent that module.py could construct; only fx::nn modules "
                   "and containers of them can be written (replace it by fx::nn modules, or trace "
                   "through it)");
@@ -188,12 +175,6 @@ void collect(const torch::nn::Module& m, const std::string& prefix, c10::Dict<st
   for (const auto& c : m.named_children()) collect(*c.value(), prefix + c.key() + ".", out);
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!f) throw Error("to_folder: cannot write " + path.string() + " (is the folder writable?)");
-}
-
 }  // namespace
 
 void to_folder(const GraphModule& gm, const std::string& dir, const std::string& module_name) {
@@ -215,7 +196,7 @@ void to_folder(const GraphModule& gm, const std::string& dir, const std::string&
   for (const auto& c : gm.named_children()) writer.top_level(c.key(), *c.value());
   writer.tensors(gm, "");
   model += "        self.load_state_dict(torch.load(r'" + folder + "/state_dict.pt'))\n";
-  model += add_indent(gm.code(), 4) + "\n";
+  model += detail::add_indent(gm.code(), 4) + "\n";
   c10::Dict<std::string, at::Tensor> state;
   collect(gm, "", state);
 
@@ -225,9 +206,9 @@ void to_folder(const GraphModule& gm, const std::string& dir, const std::string&
     throw Error("to_folder: cannot create the folder '" + dir + "'" + (ec ? " (" + ec.message() + ")" : "") +
                 "; its parent must exist and be writable");
   std::vector<char> bytes = torch::pickle_save(state);
-  write_file(fs::path(dir) / "state_dict.pt", std::string(bytes.begin(), bytes.end()));
-  write_file(fs::path(dir) / "module.py", model);
-  write_file(fs::path(dir) / "__init__.py", "from .module import *");
+  detail::write_file(fs::path(dir) / "state_dict.pt", std::string(bytes.begin(), bytes.end()), "to_folder");
+  detail::write_file(fs::path(dir) / "module.py", model, "to_folder");
+  detail::write_file(fs::path(dir) / "__init__.py", "from .module import *", "to_folder");
 }
 
 }  // namespace fx

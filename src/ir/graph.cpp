@@ -5,8 +5,9 @@
 #include <ostream>
 
 #include "namespace.h"
-#include "visit.h"
+#include "repr.h"
 #include "target_entry.h"
+#include "visit.h"
 
 namespace fx {
 
@@ -16,7 +17,7 @@ constexpr uint64_t kMaxOrder = std::numeric_limits<uint64_t>::max();
 // need to renumber their neighbours.
 constexpr uint64_t kSpacing = uint64_t{1} << 32;
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using detail::quoted;
 }  // namespace
 
 // ---- insert points ---------------------------------------------------------

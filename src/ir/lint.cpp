@@ -5,12 +5,13 @@
 #include <string>
 #include <unordered_set>
 
+#include "repr.h"
 #include "visit.h"
 
 namespace fx {
 
 namespace {
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using detail::quoted;
 
 [[noreturn]] void fail(const Node* n, const std::string& what) {
   throw LintError("lint: node " + quoted(n) + ": " + what);

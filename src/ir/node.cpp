@@ -7,8 +7,8 @@
 #include <string>
 
 #include "repr.h"
-#include "visit.h"
 #include "target_entry.h"
+#include "visit.h"
 
 namespace fx {
 
@@ -17,7 +17,7 @@ namespace {
 constexpr std::array<std::string_view, 6> kOpNames = {"placeholder", "get_attr",    "call_function",
                                                       "call_method", "call_module", "output"};
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using detail::quoted;
 
 }  // namespace
 

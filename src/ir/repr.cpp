@@ -352,4 +352,21 @@ void append_format_kwargs(std::string& out, const Kwargs& kwargs) {
   out += '}';
 }
 
+std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+
+std::string repr_int_tuple(const std::vector<int64_t>& v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() == 1 ? ",)" : ")");
+}
+
+std::string add_indent(const std::string& s, size_t spaces) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '\n') out.append(spaces, ' ');
+  }
+  return out;
+}
+
 }  // namespace fx::detail

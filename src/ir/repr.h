@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fx::detail {
 
@@ -26,6 +27,13 @@ std::string repr_layout(c10::Layout l);
 std::string repr_memory_format(c10::MemoryFormat m);
 std::string repr_device(const c10::Device& d);  // device(type='cpu')
 std::string str_device(const c10::Device& d);   // cpu
+
+// 'name': how error messages quote a node.
+std::string quoted(const Node* n);
+// (1, 2), (4,): a Python tuple of ints.
+std::string repr_int_tuple(const std::vector<int64_t>& v);
+// torch.nn.modules.module._addindent: indent every line but the first.
+std::string add_indent(const std::string& s, size_t spaces);
 
 // repr(a)
 void append_repr(std::string& out, const Argument& a, const NodeNamer& names);

@@ -19,7 +19,7 @@ namespace {
 constexpr int kConst = 0, kNonConst = 1;  // torch.fx's partitions "0" and "1"
 
 // One partition of torch.fx.passes.split_module, restricted to what const_fold uses.
-struct Partition {
+struct FoldPartition {
   std::vector<Node*> inputs, outputs;  // insertion-ordered sets of nodes of the original graph
   std::unordered_set<const Node*> input_set, output_set;
   std::vector<int> dependents, dependent_on;
@@ -155,7 +155,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
   if (!found) return std::unique_ptr<FoldedGraphModule>(new FoldedGraphModule(m, detail::copy_graph(g)));
 
   // ---- split_module(m, mod_partition) -----------------------------------
-  Partition parts[2];
+  FoldPartition parts[2];
   std::vector<int> encounter_order;
   std::unordered_map<const Node*, int> part_of;
   auto record = [&](Node* def, int use_part) {
@@ -206,7 +206,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
   for (Node* n : g.nodes()) {
     auto it = part_of.find(n);
     if (it == part_of.end()) continue;
-    Partition& part = parts[it->second];
+    FoldPartition& part = parts[it->second];
     auto lookup = [&](Node* x) -> Argument { return part.env.at(x); };
     Args args;
     for (const Argument& a : n->args()) args.push_back(map_arg(a, lookup));
@@ -237,7 +237,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
     }
   }
   for (int p : sorted) {
-    Partition& part = parts[p];
+    FoldPartition& part = parts[p];
     std::vector<Argument> outs;
     for (Node* o : part.outputs) outs.push_back(part.env.at(o));
     part.graph->output(outs.size() == 1 ? outs[0] : Argument(tuple(std::move(outs))));
@@ -261,14 +261,14 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
 
   // Flattened module targets live on the split module too.
   std::unordered_map<std::string, std::string> module_paths;
-  for (const Partition& part : parts)
+  for (const FoldPartition& part : parts)
     for (const auto& [flat, path] : part.modules) {
       module_paths.emplace(flat, path);
       split_attrs.insert(flat);
     }
 
   // ---- the constant subgraph reads the attributes itself ----------------
-  Partition& cp = parts[kConst];
+  FoldPartition& cp = parts[kConst];
   Graph& const_graph = *cp.graph;
   bool multiple_outputs = false;
   for (Node* n : const_graph.nodes()) {
@@ -308,7 +308,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
   base->eliminate_dead_code();
 
   // _inline_module(split, "submod_1")
-  Partition& np = parts[kNonConst];
+  FoldPartition& np = parts[kNonConst];
   if (np.exists && !np.call->erased()) {
     std::unordered_map<const Node*, Argument> mapping;
     size_t ph_count = 0;

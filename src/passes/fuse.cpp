@@ -11,6 +11,7 @@
 #include <typeinfo>
 #include <unordered_map>
 
+#include "../ir/repr.h"
 #include "copy_graph.h"
 
 namespace fx::passes {
@@ -84,7 +85,7 @@ std::shared_ptr<torch::nn::Module> fused_module(torch::nn::Module& first, const 
   return copy;
 }
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using fx::detail::quoted;
 
 }  // namespace
 

@@ -153,12 +153,6 @@ std::string args_label(std::vector<std::string> strs, bool is_kwargs, bool skip_
   return escape_braces(out);
 }
 
-std::string int_tuple(const std::vector<int64_t>& v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + (v.size() == 1 ? ",)" : ")");
-}
-
 std::string float_list(const std::vector<double>& v, bool as_int) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i)
@@ -170,9 +164,9 @@ std::string float_list(const std::vector<double>& v, bool as_int) {
 // _stringify_tensor_meta.
 std::string tensor_meta_label(const TensorMetadata& tm) {
   std::string out = "|dtype=" + fx::detail::repr_dtype(tm.dtype) + "\\n";
-  out += "|shape=" + int_tuple(tm.shape) + "\\n";
+  out += "|shape=" + fx::detail::repr_int_tuple(tm.shape) + "\\n";
   out += std::string("|requires_grad=") + (tm.requires_grad ? "True" : "False") + "\\n";
-  out += "|stride=" + int_tuple(tm.stride) + "\\n";
+  out += "|stride=" + fx::detail::repr_int_tuple(tm.stride) + "\\n";
   if (tm.is_quantized && tm.qparams) {
     const QParams& q = *tm.qparams;
     if (!q.per_channel()) {

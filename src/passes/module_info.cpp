@@ -5,6 +5,7 @@
 #include "module_info.h"
 
 #include <string_view>
+#include "../trace/nn/python_values.h"
 
 namespace fx::passes::detail {
 
@@ -61,18 +62,14 @@ constexpr std::pair<std::string_view, std::string_view> kModuleFiles[] = {
     {"TransformerEncoderLayer", "transformer"},
 };
 
-std::string py_bool(bool b) { return b ? "True" : "False"; }
-std::string py_float(double d) { return fx::detail::repr_float(d); }
+using fx::nn::detail::py_bool;
+using fx::nn::detail::py_float;
 std::string py_int(int64_t i) { return std::to_string(i); }
 template <class T, class F>
 std::string py_optional(const std::optional<T>& v, F&& show) {
   return v ? show(*v) : "None";
 }
-std::string py_tuple(const std::vector<int64_t>& v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + (v.size() == 1 ? ",)" : ")");
-}
+using fx::nn::detail::py_tuple;
 
 using Constants = std::vector<std::pair<std::string, std::string>>;
 

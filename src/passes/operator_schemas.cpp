@@ -26,8 +26,8 @@ namespace {
 struct PyType {
   enum class Kind { cls, list, tuple, union_, other };
   Kind kind = Kind::other;
-  std::string name;           // cls: the class (`int`, `torch.Tensor`, `numbers.Number`); other: what it is
-  std::vector<PyType> args;   // list: {element}; tuple: items (`...` as class `ellipsis`); union_: members
+  std::string name;          // cls: the class (`int`, `torch.Tensor`, `numbers.Number`); other: what it is
+  std::vector<PyType> args;  // list: {element}; tuple: items (`...` as class `ellipsis`); union_: members
   bool operator==(const PyType&) const = default;
 };
 PyType cls(std::string name) { return {PyType::Kind::cls, std::move(name), {}}; }
@@ -55,7 +55,8 @@ bool type_matches(const PyType& sig, const PyType& arg) {
     const PyType& el = sig.args[0];
     if (el.name == "int" && is_class(el) && arg == cls("int")) return true;  // int promotes to List[int]
     if (!is_class(el)) return false;  // FX: "Does not support nested parametric types"
-    if (arg.kind == PyType::Kind::list) return is_class(arg.args[0]) && is_subclass(arg.args[0].name, el.name);
+    if (arg.kind == PyType::Kind::list)
+      return is_class(arg.args[0]) && is_subclass(arg.args[0].name, el.name);
     if (arg.kind != PyType::Kind::tuple) return false;
     for (const PyType& c : arg.args)  // Tuple[T, ...] is accepted for List[T]
       if (!(c == cls("ellipsis") || (is_class(c) && is_subclass(c.name, el.name)))) return false;
@@ -87,8 +88,8 @@ class AnnotationParser {
       return other("()");
     }
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
-                                s_[pos_] == '.'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.'))
       ++pos_;
     std::string name = s_.substr(start, pos_ - start);
     if (name.empty()) fail("expected a type name");
@@ -113,15 +114,23 @@ class AnnotationParser {
     if (name == "Union") return {PyType::Kind::union_, "", std::move(args)};
     if (name == "List") return {PyType::Kind::list, "", {args.at(0)}};
     if (name == "Tuple") return {PyType::Kind::tuple, "", std::move(args)};
-    static const std::unordered_map<std::string, std::string> classes{
-        {"Tensor", "torch.Tensor"}, {"int", "int"},         {"float", "float"},
-        {"bool", "bool"},           {"str", "str"},         {"complex", "complex"},
-        {"number", "numbers.Number"}, {"Device", "torch.device"}, {"Layout", "torch.layout"},
-        {"NoneType", "NoneType"},   {"QScheme", "torch.qscheme"}, {"AnyEnumType", "enum.Enum"}};
+    static const std::unordered_map<std::string, std::string> classes{{"Tensor", "torch.Tensor"},
+                                                                      {"int", "int"},
+                                                                      {"float", "float"},
+                                                                      {"bool", "bool"},
+                                                                      {"str", "str"},
+                                                                      {"complex", "complex"},
+                                                                      {"number", "numbers.Number"},
+                                                                      {"Device", "torch.device"},
+                                                                      {"Layout", "torch.layout"},
+                                                                      {"NoneType", "NoneType"},
+                                                                      {"QScheme", "torch.qscheme"},
+                                                                      {"AnyEnumType", "enum.Enum"}};
     if (auto it = classes.find(name); it != classes.end()) return cls(it->second);
     // typing's generics and the TypeVar `t`: not classes, never matched by type.
-    static const std::unordered_set<std::string> typing{"Any", "Dict", "Callable", "Generator", "Iterator", "Type",
-                                                        "Set", "Sequence", "Mapping", "Future", "t", "Awaitable"};
+    static const std::unordered_set<std::string> typing{"Any",      "Dict",   "Callable", "Generator",
+                                                        "Iterator", "Type",   "Set",      "Sequence",
+                                                        "Mapping",  "Future", "t",        "Awaitable"};
     if (typing.count(name) || name.rfind("__torch__.", 0) == 0) return other(name);
     fail("name '" + name + "' is not defined");
   }
@@ -196,7 +205,7 @@ Signature schema_to_signature(const c10::FunctionSchema& schema) {
   for (const c10::Argument& a : schema.arguments()) {
     Param p;
     p.name = a.name() == "self" ? "input" : a.name();
-    if (detail::is_python_keyword(p.name) || !detail::is_identifier(p.name))
+    if (fx::detail::is_python_keyword(p.name) || !fx::detail::is_identifier(p.name))
       throw Error("ValueError: '" + p.name + "' is not a valid parameter name (in " + sig.shown + ")");
     if (!names.insert(p.name).second)
       throw Error("ValueError: duplicate parameter name: '" + p.name + "' (in " + sig.shown + ")");
@@ -254,7 +263,7 @@ const std::unordered_map<std::string_view, Signature>& python_signatures(
 // (< nargs), nargs + the index of the keyword it takes, or -1. Returns
 // false, with Python's reason, where bind raises TypeError.
 bool bind_arguments(const Signature& sig, size_t nargs, const std::vector<std::string_view>& keywords,
-          std::vector<int64_t>& slots, std::string& why) {
+                    std::vector<int64_t>& slots, std::string& why) {
   slots.assign(sig.params.size(), -1);
   size_t i = 0;
   for (size_t p = 0; p < sig.params.size() && i < nargs; ++p) {
@@ -294,8 +303,8 @@ std::vector<std::string_view> keyword_names(const Kwargs& kwargs) {
 }
 
 // _args_kwargs_to_normalized_args_kwargs after a successful bind.
-std::optional<ArgsKwargsPair> normalized(const Signature& sig, const std::vector<int64_t>& slots, const Args& args,
-                                         const Kwargs& kwargs, bool only_kwargs) {
+std::optional<ArgsKwargsPair> normalized(const Signature& sig, const std::vector<int64_t>& slots,
+                                         const Args& args, const Kwargs& kwargs, bool only_kwargs) {
   ArgsKwargsPair out;
   for (size_t p = 0; p < sig.params.size(); ++p) {
     const int64_t s = slots[p];
@@ -409,9 +418,13 @@ std::optional<std::pair<std::string, std::optional<std::string>>> builtin_operat
     return std::make_pair(ns + "::" + op, overload);
   }
   // Spellings of torch's builtins (F's builtins are torch._C._nn's or torch's).
-  static constexpr std::string_view kPrefixes[] = {"torch.nn.functional.", "torch._C._nn.",
-                                                   "torch._C._VariableFunctions.", "torch._C._linalg.",
-                                                   "torch._C._fft.", "torch._C._special.", "torch."};
+  static constexpr std::string_view kPrefixes[] = {"torch.nn.functional.",
+                                                   "torch._C._nn.",
+                                                   "torch._C._VariableFunctions.",
+                                                   "torch._C._linalg.",
+                                                   "torch._C._fft.",
+                                                   "torch._C._special.",
+                                                   "torch."};
   for (std::string_view p : kPrefixes) {
     if (!starts_with(name, p)) continue;
     std::string rest = name.substr(p.size());
@@ -489,7 +502,8 @@ std::optional<ArgsKwargsPair> normalize_function(Target target, const Args& args
       if (matched.size() == 1) matched_slots = slots;
     }
   if (matched.empty()) return std::nullopt;
-  if (matched.size() == 1) return normalized(*matched[0], matched_slots, args, kwargs, normalize_to_only_use_kwargs);
+  if (matched.size() == 1)
+    return normalized(*matched[0], matched_slots, args, kwargs, normalize_to_only_use_kwargs);
   // Several schemas take these arguments: the first whose annotations the
   // argument types match.
   for (const Signature* sig : matched) {
@@ -498,8 +512,9 @@ std::optional<ArgsKwargsPair> normalize_function(Target target, const Args& args
     for (size_t p = 0; p < sig->params.size() && matches; ++p) {
       const int64_t s = slots[p];
       if (s < 0) continue;
-      PyType t = static_cast<size_t>(s) < args.size() ? positional_type(args[static_cast<size_t>(s)])
-                                                      : keyword_type(kwargs[static_cast<size_t>(s) - args.size()].second);
+      PyType t = static_cast<size_t>(s) < args.size()
+                     ? positional_type(args[static_cast<size_t>(s)])
+                     : keyword_type(kwargs[static_cast<size_t>(s) - args.size()].second);
       matches = type_matches(sig->params[p].annotation, t);
     }
     if (matches) return normalized(*sig, slots, args, kwargs, normalize_to_only_use_kwargs);
@@ -507,8 +522,9 @@ std::optional<ArgsKwargsPair> normalize_function(Target target, const Args& args
   return std::nullopt;
 }
 
-std::optional<ArgsKwargsPair> normalize_module(const GraphModule& root, std::string_view target, const Args& args,
-                                               const Kwargs& kwargs, bool normalize_to_only_use_kwargs) {
+std::optional<ArgsKwargsPair> normalize_module(const GraphModule& root, std::string_view target,
+                                               const Args& args, const Kwargs& kwargs,
+                                               bool normalize_to_only_use_kwargs) {
   torch::nn::Module* sub = root.get_submodule(target);
   if (!sub)
     throw Error("normalize_module: Tried to normalize node with target " + std::string(target) +

@@ -13,12 +13,6 @@ namespace fx::passes {
 
 namespace {
 
-std::string int_tuple(const std::vector<int64_t>& v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + (v.size() == 1 ? ",)" : ")");
-}
-
 std::string repr_qscheme(c10::QScheme q) { return "torch." + c10::toString(q); }
 
 // A Python float list, or an int list when `as_int`.
@@ -141,7 +135,7 @@ std::string TensorMetadata::repr() const {
   out += "]), dtype=" + fx::detail::repr_dtype(dtype);
   out += ", requires_grad=";
   out += requires_grad ? "True" : "False";
-  out += ", stride=" + int_tuple(stride);
+  out += ", stride=" + fx::detail::repr_int_tuple(stride);
   out += ", memory_format=" + (memory_format ? fx::detail::repr_memory_format(*memory_format) : "None");
   out += ", is_quantized=";
   out += is_quantized ? "True" : "False";

@@ -61,15 +61,16 @@ std::optional<GraphModule::Attr> lookup(const GraphModule& m, const std::string&
   std::shared_ptr<torch::nn::Module> found;
   for (size_t i = 0; i < atoms.size(); ++i) {
     const std::string& atom = atoms[i];
-    if (const auto* child = detail::children_of(*cur).find(atom)) {
+    if (const auto* child = fx::detail::children_of(*cur).find(atom)) {
       found = *child;
       cur = child->get();
       continue;
     }
     if (i + 1 != atoms.size()) return std::nullopt;
-    if (const auto* p = detail::parameters_of(*cur).find(atom); p && p->defined())
+    if (const auto* p = fx::detail::parameters_of(*cur).find(atom); p && p->defined())
       return GraphModule::Attr::parameter(*p);
-    if (const auto* b = detail::buffers_of(*cur).find(atom); b && b->defined()) return GraphModule::Attr(*b);
+    if (const auto* b = fx::detail::buffers_of(*cur).find(atom); b && b->defined())
+      return GraphModule::Attr(*b);
     if (const auto* fm = dynamic_cast<const Module*>(cur))
       for (const auto& [name, t] : fm->attributes())
         if (name == atom) return GraphModule::Attr(t);
@@ -87,10 +88,12 @@ std::string join_atoms(const std::string& target) {
 
 }  // namespace
 
-std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, const SplitCallback& split_callback,
+std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
+                                          const SplitCallback& split_callback,
                                           std::map<std::string, std::string>* qualname_map,
                                           bool keep_original_order) {
-  if (!split_callback) throw Error("split_module: split_callback is empty; give a function Node* -> partition id");
+  if (!split_callback)
+    throw Error("split_module: split_callback is empty; give a function Node* -> partition id");
   const Graph& graph = m.graph();
 
   // Partitions in order of their first node (FX's dict of partitions).
@@ -118,7 +121,8 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, co
   for (Node* node : graph.nodes()) {
     if (node->op() == Op::placeholder || node->op() == Op::get_attr) continue;
     if (node->op() == Op::output) {
-      if (!node->args().empty()) for_each_node(node->args()[0], [&](Node* n) { record_cross_partition_use(n, nullptr); });
+      if (!node->args().empty())
+        for_each_node(node->args()[0], [&](Node* n) { record_cross_partition_use(n, nullptr); });
       continue;
     }
     int64_t id;
@@ -131,7 +135,8 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, co
     Partition*& partition = by_id[id];
     if (!partition) partition = partitions.emplace_back(std::make_unique<Partition>(id)).get();
     partition_of.emplace(node, partition);
-    for (const Argument& a : node->args()) for_each_node(a, [&](Node* d) { record_cross_partition_use(d, node); });
+    for (const Argument& a : node->args())
+      for_each_node(a, [&](Node* d) { record_cross_partition_use(d, node); });
     for (const auto& kv : node->kwargs())
       for_each_node(kv.second, [&](Node* d) { record_cross_partition_use(d, node); });
   }
@@ -249,8 +254,9 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, co
     for (Node* input : partition->inputs.items()) {
       auto found = base_env.find(input);
       if (found == base_env.end())
-        throw Error("split_module: keep_original_order puts " + submod_name + " before the partition computing '" +
-                    input->name() + "', which it reads; use keep_original_order=false (topological order) or "
+        throw Error("split_module: keep_original_order puts " + submod_name +
+                    " before the partition computing '" + input->name() +
+                    "', which it reads; use keep_original_order=false (topological order) or "
                     "partitions whose first nodes come in dependency order");
       call_args.emplace_back(found->second);
     }
@@ -259,7 +265,8 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, co
     if (outputs.size() > 1) {
       // FX unpacks through a Proxy: `submod_0[i]`, operator.getitem nodes.
       for (size_t i = 0; i < outputs.size(); ++i)
-        base_env[outputs[i]] = base_graph->call_function("operator.getitem", {output_val, static_cast<int64_t>(i)});
+        base_env[outputs[i]] =
+            base_graph->call_function("operator.getitem", {output_val, static_cast<int64_t>(i)});
     } else if (outputs.size() == 1) {
       base_env[outputs[0]] = output_val;
     }
@@ -267,10 +274,9 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/, co
 
   for (Node* node : graph.nodes())
     if (node->op() == Op::output)
-      base_graph->output(node->args().empty() ? Argument(None)
-                                              : map_arg(node->args()[0], [&](Node* n) -> Argument {
-                                                  return base_env.at(n);
-                                                }));
+      base_graph->output(node->args().empty()
+                             ? Argument(None)
+                             : map_arg(node->args()[0], [&](Node* n) -> Argument { return base_env.at(n); }));
   return std::make_unique<GraphModule>(base_attrs, std::move(base_graph));
 }
 

@@ -9,12 +9,13 @@
 #include <string>
 #include <unordered_set>
 #include <utility>
+#include "../ir/repr.h"
 
 namespace fx::passes {
 
 namespace {
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using fx::detail::quoted;
 
 bool is_placeholder_or_output(const Node* n) { return n->op() == Op::placeholder || n->op() == Op::output; }
 

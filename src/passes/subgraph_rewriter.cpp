@@ -8,12 +8,13 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include "../ir/repr.h"
 
 namespace fx {
 
 namespace {
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+using detail::quoted;
 
 // Python's plain function given to symbolic_trace, as a module: forward is
 // the function, its parameters the names given.

@@ -219,11 +219,6 @@ void GraphModule::assign_attr(const std::string& path, const Attr& value) {
 
 namespace {
 
-std::string type_of(const torch::nn::Module& m) {
-  const auto* fm = dynamic_cast<const Module*>(&m);
-  return fm ? fm->type_name() : m.name();
-}
-
 // Python's copy.deepcopy with its memo: an object reached twice is copied
 // once, so aliases (tied weights, a module at two paths) stay aliases.
 class DeepCopier {
@@ -268,7 +263,7 @@ class DeepCopier {
       copy = c;
     } else {
       auto fail = [&](const std::string& why) {
-        return Error("GraphModule.deepcopy: the submodule at '" + path + "' (" + type_of(*m) +
+        return Error("GraphModule.deepcopy: the submodule at '" + path + "' (" + detail::type_of(*m) +
                      ") cannot be copied: " + why +
                      " (its class needs a clone() override: construct a new instance with the same "
                      "configuration and call fx::Module::copy_state_from)");

@@ -1,22 +1,12 @@
 #include <fx/module.h>
 #include <fx/tracer.h>
+#include "../ir/repr.h"
+#include "module_dicts.h"
 
 namespace fx {
 
 Module::Module(std::string type_name, std::vector<Param> forward_params)
     : type_name_(std::move(type_name)), params_(std::move(forward_params)) {}
-
-namespace {
-// torch.nn.modules.module._addindent: indent every line but the first.
-std::string add_indent(const std::string& s, size_t spaces) {
-  std::string out;
-  for (char c : s) {
-    out += c;
-    if (c == '\n') out.append(spaces, ' ');
-  }
-  return out;
-}
-}  // namespace
 
 std::string Module::repr() const {
   std::vector<std::string> extra_lines;
@@ -31,7 +21,7 @@ std::string Module::repr() const {
   for (const auto& child : named_children()) {
     const auto* m = dynamic_cast<const Module*>(child.value().get());
     std::string child_repr = m ? m->repr() : "Module()";
-    child_lines.push_back("(" + child.key() + "): " + add_indent(child_repr, 2));
+    child_lines.push_back("(" + child.key() + "): " + detail::add_indent(child_repr, 2));
   }
   size_t dot = type_name_.rfind('.');
   std::string out = dot == std::string::npos ? type_name_ : type_name_.substr(dot + 1);
@@ -97,10 +87,6 @@ void copy_tensor(const std::string& owner, const std::string& name, at::Tensor& 
   dst.copy_(src);
 }
 
-std::string type_of(const torch::nn::Module& m) {
-  const auto* fm = dynamic_cast<const Module*>(&m);
-  return fm ? fm->type_name() : m.name();
-}
 }  // namespace
 
 void Module::copy_state_from(const torch::nn::Module& other) {
@@ -111,8 +97,8 @@ void Module::copy_state_from(const torch::nn::Module& other) {
     at::Tensor& dst = item.value();
     const at::Tensor* src = other_params.find(name);
     if (!src)
-      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no parameter '" +
-                  name + "'");
+      throw Error(type_name_ + ".copy_state_from: the source " + detail::type_of(other) +
+                  " has no parameter '" + name + "'");
     copy_tensor(type_name_, name, dst, *src);
   }
   auto other_buffers = other.named_buffers(false);
@@ -121,8 +107,8 @@ void Module::copy_state_from(const torch::nn::Module& other) {
     at::Tensor& dst = item.value();
     const at::Tensor* src = other_buffers.find(name);
     if (!src)
-      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no buffer '" + name +
-                  "'");
+      throw Error(type_name_ + ".copy_state_from: the source " + detail::type_of(other) + " has no buffer '" +
+                  name + "'");
     copy_tensor(type_name_, name, dst, *src);
   }
   if (const auto* fm = dynamic_cast<const Module*>(&other))
@@ -133,8 +119,8 @@ void Module::copy_state_from(const torch::nn::Module& other) {
     const std::shared_ptr<torch::nn::Module>& child = item.value();
     const auto* src = other_children.find(name);
     if (!src)
-      throw Error(type_name_ + ".copy_state_from: the source " + type_of(other) + " has no submodule '" +
-                  name + "'");
+      throw Error(type_name_ + ".copy_state_from: the source " + detail::type_of(other) +
+                  " has no submodule '" + name + "'");
     if (auto* fm = dynamic_cast<Module*>(child.get()))
       fm->copy_state_from(**src);
     else

@@ -1,5 +1,7 @@
 #include "module_dicts.h"
 
+#include <fx/module.h>
+
 namespace fx::detail {
 
 namespace {
@@ -30,5 +32,10 @@ template struct TensorsAccess<&torch::nn::Module::parameters_, &torch::nn::Modul
 const Children& children_of(const torch::nn::Module& m) { return m.*children_member(); }
 const Tensors& parameters_of(const torch::nn::Module& m) { return m.*parameters_member(); }
 const Tensors& buffers_of(const torch::nn::Module& m) { return m.*buffers_member(); }
+
+std::string type_of(const torch::nn::Module& m) {
+  const auto* fm = dynamic_cast<const Module*>(&m);
+  return fm ? fm->type_name() : m.name();
+}
 
 }  // namespace fx::detail

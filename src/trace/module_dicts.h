@@ -15,5 +15,7 @@ const torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>& child
     const torch::nn::Module& m);
 const torch::OrderedDict<std::string, at::Tensor>& parameters_of(const torch::nn::Module& m);
 const torch::OrderedDict<std::string, at::Tensor>& buffers_of(const torch::nn::Module& m);
+// The Python class name of m: an fx::Module's type_name(), else m.name().
+std::string type_of(const torch::nn::Module& m);
 
 }  // namespace fx::detail

@@ -188,15 +188,15 @@ TEST(Transformer, TransformingATransformedModuleAndRetracing) {
 }
 
 // A graph traced with structured concrete_args takes the leaves; its module the structure.
-struct Paired : fx::Module {
-  Paired() : fx::Module("Paired", {"x", "pair"}) {}
+struct PairedNoFlag : fx::Module {
+  PairedNoFlag() : fx::Module("Paired", {"x", "pair"}) {}
   Value forward(const std::vector<Value>& in) override {
     return Value::tuple({in[0] + in[1][0], Value::list({in[0] * in[1][1], in[0]})});
   }
 };
 
 TEST(Transformer, KeepsTheStructureOfConcreteArgs) {
-  Paired m;
+  PairedNoFlag m;
   auto gm = fx::symbolic_trace(m, {{"pair", fx::ConcreteArg::list({fx::PH, fx::PH})}});
   ASSERT_TRUE(gm->graph().pytree_info().has_value());
   for (const auto& out : {fx::Transformer(*gm).transform(), gm->deepcopy()}) {

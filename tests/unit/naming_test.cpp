@@ -5,7 +5,7 @@
 
 namespace {
 
-std::vector<std::string> names(const fx::Graph& g) {
+std::vector<std::string> node_names(const fx::Graph& g) {
   std::vector<std::string> out;
   for (fx::Node* n : g.nodes()) out.push_back(n->name());
   return out;
@@ -17,7 +17,7 @@ TEST(Naming, RepeatedTargetsCountUp) {
   fx::Node* a = g.call_function("operator.add", {x, 1});
   fx::Node* b = g.call_function("operator.add", {a, 1});
   g.call_function("operator.add", {b, 1});
-  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "add", "add_1", "add_2"}));
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"x", "add", "add_1", "add_2"}));
 }
 
 TEST(Naming, ExplicitSuffixesAreRespectedAndSkipped) {
@@ -27,7 +27,7 @@ TEST(Naming, ExplicitSuffixesAreRespectedAndSkipped) {
   g.call_function("operator.add", {1, 2});                   // add_1 is taken -> add_2
   g.create_node(fx::Op::placeholder, "b", {}, {}, "x_007");  // Python's int() drops the zeros
   g.create_node(fx::Op::placeholder, "c", {}, {}, "x_7");    // taken -> x_8
-  EXPECT_EQ(names(g), (std::vector<std::string>{"add_1", "add", "add_2", "x_7", "x_8"}));
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"add_1", "add", "add_2", "x_7", "x_8"}));
 }
 
 TEST(Naming, SanitizesLikeFx) {
@@ -39,8 +39,8 @@ TEST(Naming, SanitizesLikeFx) {
   g.call_method("__add__", {1});
   g.call_function("torch.ops.aten.addmm.default", {});
   g.create_node(fx::Op::placeholder, "z", {}, {}, "a  b..c");
-  EXPECT_EQ(names(g), (std::vector<std::string>{"my_input", "_1st", "layer1_0_conv", "my_block", "add",
-                                                "addmm_default", "a_b_c"}));
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"my_input", "_1st", "layer1_0_conv", "my_block", "add",
+                                                     "addmm_default", "a_b_c"}));
 }
 
 TEST(Naming, AvoidsKeywordsBuiltinsAndFxGlobals) {
@@ -48,8 +48,9 @@ TEST(Naming, AvoidsKeywordsBuiltinsAndFxGlobals) {
   for (const char* n : {"sum", "max", "input", "list", "class", "lambda", "torch", "device", "inf", "print"})
     g.placeholder(n);
   g.call_function("torch.sum", {1});
-  EXPECT_EQ(names(g), (std::vector<std::string>{"sum_1", "max_1", "input_1", "list_1", "class_1", "lambda_1",
-                                                "torch_1", "device_1", "inf_1", "print_1", "sum_2"}));
+  EXPECT_EQ(node_names(g),
+            (std::vector<std::string>{"sum_1", "max_1", "input_1", "list_1", "class_1", "lambda_1", "torch_1",
+                                      "device_1", "inf_1", "print_1", "sum_2"}));
 }
 
 TEST(Naming, ManySharedNamesStayLinear) {

@@ -9,7 +9,6 @@ namespace fx::nn {
 using namespace detail;
 
 namespace {
-const std::string kF = "torch.nn.functional.";
 std::string inplace_repr(bool inplace) { return inplace ? "inplace=True" : ""; }
 }  // namespace
 

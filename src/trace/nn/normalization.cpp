@@ -8,7 +8,6 @@ namespace fx::nn {
 using namespace detail;
 
 namespace {
-const std::string kF = "torch.nn.functional.";
 
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string s;

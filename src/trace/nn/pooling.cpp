@@ -7,7 +7,6 @@
 namespace fx::nn {
 
 namespace {
-std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 // A config check failed: the module, the argument and what PyTorch accepts.
 [[noreturn]] void bad_arg(const std::string& module, const std::string& what, const PoolArg& arg,

@@ -13,15 +13,13 @@
 
 namespace fx::nn::detail {
 
+inline const std::string kF = "torch.nn.functional.";  // where F.* lives
+
 inline std::string py_bool(bool b) { return b ? "True" : "False"; }
 inline std::string py_float(double d) { return fx::detail::repr_float(d); }
 inline std::string py_str(const std::string& s) { return fx::detail::repr_string(s); }
 // (1, 2), (4,)
-inline std::string py_tuple(const std::vector<int64_t>& v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + (v.size() == 1 ? ",)" : ")");
-}
+inline std::string py_tuple(const std::vector<int64_t>& v) { return fx::detail::repr_int_tuple(v); }
 template <class T>
 std::string py_optional(const std::optional<T>& v) {
   if (!v) return "None";
