@@ -14,10 +14,7 @@ echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn and pass
 # -g1 keeps the line tables that sanitizer reports print.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_UNITY_BUILD=ON \
   -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF >/dev/null
-passes_tests=$(sed -n 's/^fxcpp_pass_test(\([a-z_]*\) .*/fx_passes_\1_tests/p' tests/passes/CMakeLists.txt)
-# shellcheck disable=SC2086  # passes_tests is a list of targets
-cmake --build build-asan -j"$jobs" --target fx_unit_tests fx_runtime_tests fx_runtime_oracle_test fx_trace_tests \
-  fx_nn_tests $passes_tests
+cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes" -LE "export|corpus" --output-on-failure -j"$jobs"
