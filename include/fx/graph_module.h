@@ -94,6 +94,15 @@ class GraphModule : public Module, public OwningModule {
   void add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> m);
   // The module at a dotted path ("" is this one); nullptr if there is none.
   torch::nn::Module* get_submodule(std::string_view path) const;
+  // FX's delete_submodule: removes the submodule at a dotted path from its
+  // parent. Returns false, changing nothing, when there is no module there.
+  // Like every edit, it reaches forward at recompile() (until then a run
+  // still calls the module, which stays alive while the plan holds it).
+  bool delete_submodule(const std::string& path);
+  // FX's delete_all_unused_submodules: deletes every submodule that no
+  // get_attr or call_module node reaches (a path's prefixes and a called
+  // module's own submodules count as reached).
+  void delete_all_unused_submodules();
   // The tensor at a dotted path (parameter, buffer or tensor attribute);
   // throws fx::Error naming the path if there is none.
   at::Tensor get_tensor(std::string_view path) const;

@@ -81,7 +81,7 @@ struct GraphModule::Plan {
   struct Step {
     const Node* node = nullptr;
     std::shared_ptr<const Callable> fn;  // call_function / call_method
-    Module* module = nullptr;            // call_module
+    std::shared_ptr<Module> module;      // call_module (kept alive: delete_submodule)
     std::vector<ArgSource> args;
     std::vector<std::pair<std::string, ArgSource>> kwargs;
     // fn's call specialized to this step's arguments (tried first; nullptr:
@@ -328,6 +328,33 @@ torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
   return cur;
 }
 
+bool GraphModule::delete_submodule(const std::string& path) {
+  auto [parent_path, name] = split_path(path);
+  torch::nn::Module* parent = get_submodule(parent_path);
+  if (!parent || !detail::children_of(*parent).contains(name)) return false;
+  parent->unregister_module(name);
+  return true;
+}
+
+void GraphModule::delete_all_unused_submodules() {
+  std::unordered_set<std::string> used;
+  for (Node* n : graph_->nodes()) {
+    if (n->op() != Op::call_module && n->op() != Op::get_attr) continue;
+    const std::string& target = n->target().str();
+    for (size_t dot = target.find('.'); dot != std::string::npos; dot = target.find('.', dot + 1))
+      used.insert(target.substr(0, dot));
+    used.insert(target);
+    if (n->op() == Op::call_module)
+      if (torch::nn::Module* m = get_submodule(target))
+        for (const auto& sub : m->named_modules("", /*include_self=*/false))
+          used.insert(target + "." + sub.key());
+  }
+  std::vector<std::string> unused;
+  for (const auto& m : named_modules("", /*include_self=*/false))
+    if (!used.count(m.key())) unused.push_back(m.key());
+  for (const auto& path : unused) delete_submodule(path);  // false for one inside a deleted parent
+}
+
 at::Tensor GraphModule::get_tensor(std::string_view path) const {
   auto [parent, name] = split_path(path);
   torch::nn::Module* owner = get_submodule(parent);
@@ -493,7 +520,7 @@ void GraphModule::recompile() {
           if (!modules)
             modules = named_modules("", /*include_self=*/false);  // once: a lookup per node is O(n)
           const auto* found = modules->find(n->target().str());
-          step.module = found ? dynamic_cast<Module*>(found->get()) : nullptr;
+          step.module = found ? std::dynamic_pointer_cast<Module>(*found) : nullptr;
           if (!step.module)
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
         }

@@ -203,10 +203,29 @@ class NegSigmoidSwap(torch.fx.Transformer):
 
 
 # name -> (model, Transformer subclass) for oracle.py's transformed modules.
+class DropBatchNorms:
+    """Not a Transformer: erases BasicBlock's calls of bn2 and downsample.1
+    (each input takes the place of its output), then
+    gm.delete_all_unused_submodules() and gm.recompile()."""
+
+    def __init__(self, gm):
+        self.gm = gm
+
+    def transform(self):
+        for node in list(self.gm.graph.nodes):
+            if node.op == 'call_module' and node.target in ('bn2', 'downsample.1'):
+                node.replace_all_uses_with(node.args[0])
+                self.gm.graph.erase_node(node)
+        self.gm.delete_all_unused_submodules()
+        self.gm.recompile()
+        return self.gm
+
+
 TRANSFORMS = {
     'xform_relu_to_gelu': (SimpleNet, ReluToGelu),
     'xform_neg_sigmoid_swap': (NegSigmoid, NegSigmoidSwap),
     'xform_identity_mixed': (Mixed, torch.fx.Transformer),
     'xform_identity_attributes': (Attributes, torch.fx.Transformer),
     'xform_identity_basic_block': (BasicBlock, torch.fx.Transformer),
+    'delete_all_unused_submodules': (BasicBlock, DropBatchNorms),
 }

@@ -236,4 +236,28 @@ TEST(Transformer, ErrorsNameTheNode) {
   EXPECT_EQ(ok->code(), gm->code());
 }
 
+// models.py: DropBatchNorms.
+TEST(GraphModule, DeleteAllUnusedSubmodulesAfterErasingCalls) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  BasicBlock m;
+  auto gm = fx::symbolic_trace(m);
+  for (fx::Node* n : gm->graph().nodes().to_vector()) {
+    if (n->op() != fx::Op::call_module) continue;
+    if (n->target().str() != "bn2" && n->target().str() != "downsample.1") continue;
+    n->replace_all_uses_with(n->args().at(0).node());
+    gm->graph().erase_node(n);
+  }
+  gm->delete_all_unused_submodules();
+  gm->recompile();
+  expect_torch_fx_text(*gm, "delete_all_unused_submodules");
+  EXPECT_EQ(gm->get_submodule("bn2"), nullptr);
+  EXPECT_EQ(gm->get_submodule("downsample.1"), nullptr);
+  EXPECT_NE(gm->get_submodule("downsample.0"), nullptr);
+  EXPECT_FALSE(gm->delete_submodule("bn2"));                  // gone already
+  EXPECT_FALSE(gm->delete_submodule("downsample.0.weight"));  // a parameter, not a module
+  auto x = torch::randn({1, 4, 8, 8});
+  EXPECT_EQ(gm->run({x}).toTensor().sizes(), (std::vector<int64_t>{1, 8, 4, 4}));
+}
+
 }  // namespace
