@@ -4,9 +4,13 @@
 
 #include <utility>
 
+#include "python_values.h"
+
 namespace fx::nn {
 
 namespace {
+
+using detail::py_bool;
 
 // A config check failed: the module, the argument and what PyTorch accepts.
 [[noreturn]] void bad_arg(const std::string& module, const std::string& what, const PoolArg& arg,
