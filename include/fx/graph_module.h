@@ -83,8 +83,10 @@ class GraphModule : public Module, public OwningModule {
   void recompile();
 
   Value forward(const std::vector<Value>& args) override;
-  // Runs on tensors/values directly, without fx::Value wrapping.
-  c10::IValue run(std::vector<c10::IValue> inputs);
+  // Runs on tensors/values directly, without fx::Value wrapping. Virtual:
+  // a subclass (FoldedGraphModule) runs its own steps first, whatever the
+  // reference it is called through.
+  virtual c10::IValue run(std::vector<c10::IValue> inputs);
 
   // torch.fx's `str(gm)`: the module tree, the code, and a reminder line.
   std::string to_string() const;

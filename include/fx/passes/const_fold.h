@@ -40,9 +40,9 @@ class FoldedGraphModule : public GraphModule {
  public:
   // Folding runs on the first forward/run, or when run_folding is called.
   Value forward(const std::vector<Value>& args) override;
-  // Runs the constant subgraph first if it has not run. (GraphModule::run
-  // called through a GraphModule& does not fold: call run_folding() first.)
-  c10::IValue run(std::vector<c10::IValue> inputs);
+  // Runs the constant subgraph first if it has not run (through a
+  // GraphModule& too: run is virtual).
+  c10::IValue run(std::vector<c10::IValue> inputs) override;
   // torch.fx's run_folding: runs the constant subgraph and stores its results
   // (an int result becomes a one-element tensor, as torch.fx does). A second
   // call, or one without a constant subgraph, does nothing.
