@@ -2,6 +2,7 @@
 // the same models and hand-built graphs (normalize_args_oracle.py), and run:
 // the normalized module computes what the original computes.
 #include "oracle.h"
+#include "relu_chain.h"
 
 #include <fx/fx.h>
 #include <fx/models/mobilenetv2.h>
@@ -46,7 +47,8 @@ struct Functional : fx::Module {
     Value i = fx::call("torch.cat", Value::list({x, y}), 0);
     // Python's F.dropout(i, 0.1) reaches torch.fx through handle_torch_function,
     // which passes everything after `input` by keyword: so it is recorded.
-    Value j = fx::call("torch.nn.functional.dropout", i, kw("p", 0.1), kw("training", true), kw("inplace", false));
+    Value j =
+        fx::call("torch.nn.functional.dropout", i, kw("p", 0.1), kw("training", true), kw("inplace", false));
     Value k = fx::call("torch.nn.functional.layer_norm", j, Value::list({4}));
     Value m = fx::call("torch.matmul", x, y);
     Value n = fx::call("torch.clamp", m, kw("min", 0.0));
@@ -74,7 +76,8 @@ void expect_same_outputs(fx::GraphModule& a, fx::GraphModule& b, const at::Tenso
 TEST(NormalizeArgs, PythonSignatureTableIsTorchs) {
   SKIP_WITHOUT_ORACLE();
   EXPECT_TRUE(expected().at("signatures_current").get<bool>())
-      << "src/passes/python_signatures.inc differs from what scripts/gen_python_signatures.py makes of this torch";
+      << "src/passes/python_signatures.inc differs from what scripts/gen_python_signatures.py makes of this "
+         "torch";
 }
 
 TEST(NormalizeArgs, FunctionalCalls) {
@@ -201,7 +204,8 @@ TEST(NormalizeArgs, ArgumentsThatDoNotFitAModule) {
   auto g = std::make_unique<fx::Graph>();
   fx::Node* x = g->placeholder("x");
   g->output(g->call_module("linear", {x, x}));
-  auto gm = module_of(std::move(g), {{"linear", fx::GraphModule::Attr(std::make_shared<fx::nn::Linear>(4, 4))}});
+  auto gm =
+      module_of(std::move(g), {{"linear", fx::GraphModule::Attr(std::make_shared<fx::nn::Linear>(4, 4))}});
   std::string msg = error_of(*gm);
   EXPECT_NE(msg.find("too many positional arguments"), std::string::npos) << msg;
   EXPECT_NE(msg.find("%linear"), std::string::npos) << msg;
@@ -209,7 +213,11 @@ TEST(NormalizeArgs, ArgumentsThatDoNotFitAModule) {
 
 TEST(NormalizeArgs, SchemaPythonCannotSign) {
   SKIP_WITHOUT_ORACLE();
-  ASSERT_NE(expected().at("bad_schema").at("raises").get<std::string>().find("'from' is not a valid parameter name"),
+  ASSERT_NE(expected()
+                .at("bad_schema")
+                .at("raises")
+                .get<std::string>()
+                .find("'from' is not a valid parameter name"),
             std::string::npos);
   auto gm = one_call("torch.can_cast", {c10::ScalarType::Int, c10::ScalarType::Long});
   std::string msg = error_of(*gm);
@@ -225,12 +233,8 @@ namespace {
 // timing is bench/'s, this checks the result at that size).
 TEST(NormalizeArgs, LargeChain) {
   constexpr int64_t n = 100000;
-  auto g = std::make_unique<fx::Graph>();
-  fx::Node* v = g->placeholder("x");
-  for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
-  g->output(v);
-  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-  auto normalized = fx::passes::NormalizeArgs(gm).transform();
+  auto gm = fxcpp_tests::relu_chain(n);
+  auto normalized = fx::passes::NormalizeArgs(*gm).transform();
   std::vector<fx::Node*> nodes = normalized->graph().nodes().to_vector();
   ASSERT_EQ(nodes.size(), static_cast<size_t>(n + 2));
   EXPECT_EQ(nodes[1]->kwargs().size(), 2u);  // F.relu: input, inplace

@@ -2,6 +2,7 @@
 // same models written in Python (split_module_oracle.py), and run: the split
 // module computes what the original computes.
 #include "oracle.h"
+#include "relu_chain.h"
 
 #include <fx/fx.h>
 #include <fx/models/mobilenetv2.h>
@@ -73,9 +74,10 @@ struct Nested : fx::Module {
   std::shared_ptr<fx::nn::Sequential> seq;
   at::Tensor scale;
   Nested() : fx::Module("Nested", {"x", {"k", 2.0}}) {
-    seq = register_module("seq", std::make_shared<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
-                                     std::make_shared<fx::nn::Linear>(4, 4), std::make_shared<fx::nn::ReLU>(),
-                                     std::make_shared<fx::nn::Linear>(4, 4)}));
+    seq =
+        register_module("seq", std::make_shared<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                   std::make_shared<fx::nn::Linear>(4, 4), std::make_shared<fx::nn::ReLU>(),
+                                   std::make_shared<fx::nn::Linear>(4, 4)}));
     scale = register_buffer("scale", torch::ones({4}));
   }
   Value forward(const std::vector<Value>& in) override {
@@ -137,8 +139,9 @@ void expect_torch_fx_split(const std::string& name, const fx::GraphModule& split
   EXPECT_EQ(qualname_map, (e["qualname_map"].get<std::map<std::string, std::string>>())) << name;
 }
 
-std::unique_ptr<fx::GraphModule> split_like_torch_fx(const std::string& name, fx::Module& m, fx::GraphModule& gm,
-                                                     const fx::passes::SplitCallback& cb, bool keep = false) {
+std::unique_ptr<fx::GraphModule> split_like_torch_fx(const std::string& name, fx::Module& m,
+                                                     fx::GraphModule& gm, const fx::passes::SplitCallback& cb,
+                                                     bool keep = false) {
   std::map<std::string, std::string> qualname_map;
   auto split = fx::passes::split_module(gm, m, cb, &qualname_map, keep);
   expect_torch_fx_split(name, *split, qualname_map);
@@ -273,12 +276,14 @@ TEST(SplitModule, CycleBetweenPartitions) {
   EXPECT_NE(expected().at("nested").at("raises").get<std::string>().find("cycle"), std::string::npos);
   Nested n;
   auto ngm = fx::symbolic_trace(n);
-  EXPECT_NE(error_of([&] { fx::passes::split_module(*ngm, n, counter(2)); }).find("cycle"), std::string::npos);
+  EXPECT_NE(error_of([&] { fx::passes::split_module(*ngm, n, counter(2)); }).find("cycle"),
+            std::string::npos);
 }
 
 TEST(SplitModule, KeepOriginalOrderAgainstDependencies) {
   SKIP_WITHOUT_ORACLE();
-  EXPECT_NE(expected().at("keep_order_bad").at("raises").get<std::string>().find("KeyError"), std::string::npos);
+  EXPECT_NE(expected().at("keep_order_bad").at("raises").get<std::string>().find("KeyError"),
+            std::string::npos);
   Diamond m;
   auto gm = fx::symbolic_trace(m);
   std::string msg = error_of([&] {
@@ -298,7 +303,8 @@ TEST(SplitModule, CallbackThatThrows) {
   });
   EXPECT_NE(msg.find("'sigmoid'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("no partition for this one"), std::string::npos) << msg;
-  EXPECT_NE(error_of([&] { fx::passes::split_module(*gm, m, nullptr); }).find("split_callback"), std::string::npos);
+  EXPECT_NE(error_of([&] { fx::passes::split_module(*gm, m, nullptr); }).find("split_callback"),
+            std::string::npos);
 }
 
 TEST(SplitModule, MissingTarget) {
@@ -320,12 +326,8 @@ namespace {
 // 10k nodes; the timing is bench/passes_bench.cpp's, this checks the result).
 TEST(SplitModule, LargeChain) {
   constexpr int64_t n = 100000;
-  auto g = std::make_unique<fx::Graph>();
-  fx::Node* v = g->placeholder("x");
-  for (int64_t i = 0; i < n; ++i) v = g->call_function(i % 2 ? "torch.relu" : "torch.nn.functional.relu", {v});
-  g->output(v);
-  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-  auto split = fx::passes::split_module(gm, gm, by_index(100, n));
+  auto gm = fxcpp_tests::relu_chain(n);
+  auto split = fx::passes::split_module(*gm, *gm, by_index(100, n));
   EXPECT_EQ(split->graph().size(), 102u);  // x, 100 calls, output
   at::Tensor x = torch::randn({4});
   EXPECT_TRUE(torch::equal(split->run({x}).toTensor(), torch::relu(x)));
