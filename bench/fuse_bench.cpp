@@ -13,6 +13,7 @@
 // LibTorch's default number of threads unless --threads says.
 
 #include <fx/fx.h>
+#include <fx/models/batch_norm_statistics.h>
 #include <fx/models/resnet.h>
 #include <fx/passes/fuse.h>
 #include <fx/state_dict.h>
@@ -76,13 +77,7 @@ int main(int argc, char** argv) try {
   threads = at::get_num_threads();
   torch::manual_seed(0);
   auto model = fx::models::resnet50();
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& b : model->named_buffers()) {
-      if (b.key().ends_with("running_mean")) b.value().normal_(0.0, 0.1);
-      if (b.key().ends_with("running_var")) b.value().uniform_(0.5, 1.5);
-    }
-  }
+  fx::models::randomize_batch_norm_statistics(*model);
   model->eval();
   fx::save_state_dict(*model, weights);
 

@@ -3,6 +3,7 @@
 // original's after each pass (PassManager::check_equivalence).
 #include <fx/fx.h>
 #include <fx/models/alexnet.h>
+#include <fx/models/batch_norm_statistics.h>
 #include <fx/models/densenet.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
@@ -38,18 +39,9 @@ std::vector<Case> cases() {
       {"densenet121", [] { return fx::models::densenet121(); }, image, true},
       {"vit",
        [] { return std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.1, 0.1, 10); },
-       {2, 3, 32, 32}, false},
+       {2, 3, 32, 32},
+       false},
   };
-}
-
-// BatchNorm statistics away from their initial (0, 1), so that folding them
-// into the convolutions changes the weights.
-void randomize_batch_norm_statistics(fx::Module& model) {
-  torch::NoGradGuard no_grad;
-  for (auto& b : model.named_buffers()) {
-    if (b.key().ends_with("running_mean")) b.value().normal_(0.0, 0.1);
-    if (b.key().ends_with("running_var")) b.value().uniform_(0.5, 1.5);
-  }
 }
 
 class Pipeline : public ::testing::TestWithParam<Case> {};
@@ -58,7 +50,7 @@ TEST_P(Pipeline, EveryPassKeepsTheOutputs) {
   const Case& c = GetParam();
   torch::manual_seed(0);
   std::shared_ptr<fx::Module> model = c.build();
-  randomize_batch_norm_statistics(*model);
+  fx::models::randomize_batch_norm_statistics(*model);
   model->eval();
   auto gm = fx::symbolic_trace(*model);
   at::Tensor x = torch::randn(c.input_shape);
