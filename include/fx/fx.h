@@ -8,6 +8,7 @@
 #include <fx/interpreter.h>
 #include <fx/meta.h>
 #include <fx/module.h>
+#include <fx/module_spec.h>
 #include <fx/nn.h>
 #include <fx/node.h>
 #include <fx/runtime.h>
