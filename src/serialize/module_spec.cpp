@@ -20,7 +20,8 @@ const Argument& SpecArgs::at(const std::string& name) const {
 }
 
 void SpecArgs::wrong_kind(const std::string& name, const char* wanted, const Argument& got) const {
-  throw Error(type_ + ": argument '" + name + "' must be " + wanted + ", got " + std::string(got.kind_name()));
+  throw Error(type_ + ": argument '" + name + "' must be " + wanted + ", got " +
+              std::string(got.kind_name()));
 }
 
 int64_t SpecArgs::integer(const std::string& name) const {
@@ -171,7 +172,8 @@ ModuleSpec module_spec(const torch::nn::Module& m) {
     throw Error("module_spec: " + t->type + ": fxcpp's table reads " + std::to_string(values.size()) +
                 " arguments for " + std::to_string(t->params.size()) + " parameters");
   ModuleSpec spec{t->type, {}};
-  for (size_t i = 0; i < values.size(); ++i) spec.kwargs.emplace_back(t->params[i].name, std::move(values[i]));
+  for (size_t i = 0; i < values.size(); ++i)
+    spec.kwargs.emplace_back(t->params[i].name, std::move(values[i]));
   return spec;
 }
 
@@ -183,15 +185,17 @@ std::shared_ptr<torch::nn::Module> make_module(const ModuleSpec& spec) {
                 "torch.nn.Module, Sequential, ModuleList and ModuleDict");
   for (size_t i = 0; i < spec.kwargs.size(); ++i) {
     const std::string& name = spec.kwargs[i].first;
-    auto known = std::find_if(t->params.begin(), t->params.end(), [&](const auto& p) { return p.name == name; });
-    if (known == t->params.end())
-      throw Error(spec.type + ": unexpected keyword argument '" + name + "'");
+    auto known =
+        std::find_if(t->params.begin(), t->params.end(), [&](const auto& p) { return p.name == name; });
+    if (known == t->params.end()) throw Error(spec.type + ": unexpected keyword argument '" + name + "'");
     for (size_t j = 0; j < i; ++j)
-      if (spec.kwargs[j].first == name) throw Error(spec.type + ": got multiple values for argument '" + name + "'");
+      if (spec.kwargs[j].first == name)
+        throw Error(spec.type + ": got multiple values for argument '" + name + "'");
   }
   Kwargs bound;
   for (const auto& p : t->params) {
-    auto given = std::find_if(spec.kwargs.begin(), spec.kwargs.end(), [&](const auto& kv) { return kv.first == p.name; });
+    auto given = std::find_if(spec.kwargs.begin(), spec.kwargs.end(),
+                              [&](const auto& kv) { return kv.first == p.name; });
     if (given != spec.kwargs.end())
       bound.emplace_back(p.name, given->second);
     else if (p.default_value)

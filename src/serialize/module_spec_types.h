@@ -4,6 +4,7 @@
 // a module, and how to construct one from them.
 
 #include <fx/argument.h>
+#include <fx/error.h>
 #include <fx/module.h>
 #include <fx/nn/pooling.h>
 
@@ -63,7 +64,53 @@ struct SpecType {
   std::function<std::shared_ptr<torch::nn::Module>(const SpecArgs&)> make;
 };
 
-// Every class fxcpp can describe and construct (module_spec_types.cpp).
-const std::vector<SpecType>& spec_types();
+// Every class fxcpp can describe and construct, by family.
+const std::vector<SpecType>& spec_types();       // module_spec_types.cpp: all of them
+std::vector<SpecType> elementwise_spec_types();  // module_spec_types.cpp: containers, activations, ...
+std::vector<SpecType> spatial_spec_types();      // module_spec_spatial.cpp: conv, norms, pooling, embeddings
+std::vector<SpecType> sequence_spec_types();     // module_spec_sequence.cpp: RNNs, attention, transformer
+
+// ---- for the tables: values as Python holds them ----------------------------
+
+inline Argument spec_tuple(const std::vector<int64_t>& v) {
+  return Tuple{std::vector<Argument>(v.begin(), v.end())};
+}
+
+template <class T>
+Argument spec_optional(const std::optional<T>& v) {
+  return v ? Argument(*v) : Argument(None);
+}
+
+// An int or a tuple of ints and Nones, as the pooling module was given it.
+inline Argument spec_pool(const nn::PoolArg& p) {
+  auto item = [](const std::optional<int64_t>& i) { return spec_optional(i); };
+  if (p.is_int()) return item(p.items()[0]);
+  Tuple t;
+  for (const auto& i : p.items()) t.items.push_back(item(i));
+  return t;
+}
+
+// Upsample's size and scale_factor: None, one value (Python's int or float), or a tuple.
+template <class T>
+Argument spec_one_or_tuple(const std::vector<T>& v) {
+  if (v.empty()) return None;
+  if (v.size() == 1) return v[0];
+  return Tuple{std::vector<Argument>(v.begin(), v.end())};
+}
+
+// A leaf module of class M.
+template <class M>
+SpecType spec_leaf(const char* type, std::vector<SpecParam> params, std::function<Args(const M&)> describe,
+                   std::function<std::shared_ptr<torch::nn::Module>(const SpecArgs&)> make) {
+  return {
+      type, std::move(params),
+      [describe = std::move(describe), type](const Module& m) {
+        const auto* typed = dynamic_cast<const M*>(&m);
+        if (!typed)
+          throw Error(std::string("module_spec: a module named ") + type + " is not fxcpp's class for it");
+        return describe(*typed);
+      },
+      std::move(make)};
+}
 
 }  // namespace fx::detail
