@@ -77,6 +77,27 @@ CASES = {
 }
 
 
+# More modules whose constructor arguments (fxcpp.modules.describe) are checked
+# against fx::module_spec, beside those of CASES and models.AllModules: the
+# pooling modules, and arguments the cases above leave at their defaults.
+# nn_test.cpp's spec_cases() builds the same.
+SPEC_CASES = {
+    'maxpool1d': lambda: nn.MaxPool1d(2, ceil_mode=True),
+    'maxpool2d': lambda: nn.MaxPool2d((3, 2), stride=(2, 1), padding=1, dilation=(1, 2)),
+    'avgpool2d': lambda: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False, divisor_override=4),
+    'adaptiveavgpool1d': lambda: nn.AdaptiveAvgPool1d(4),
+    'adaptiveavgpool2d': lambda: nn.AdaptiveAvgPool2d((None, 7)),
+    'upsample_tuple': lambda: nn.Upsample(scale_factor=(2.0, 1.5)),
+    'leakyrelu_third': lambda: nn.LeakyReLU(1 / 3),  # a float that only full precision keeps
+    'mha_nobias': lambda: nn.MultiheadAttention(8, 2, dropout=0.1, bias=False),
+    'embedding_padding': lambda: nn.Embedding(6, 2, padding_idx=2, max_norm=2.0, scale_grad_by_freq=True,
+                                              sparse=True),
+    'embeddingbag_options': lambda: nn.EmbeddingBag(5, 3, max_norm=1.5, norm_type=3.0, scale_grad_by_freq=True,
+                                                    include_last_offset=True),
+    'sequential': lambda: nn.Sequential(nn.Linear(4, 4, bias=False), nn.Tanh(),
+                                        nn.ModuleList([nn.ReLU(inplace=True)])),
+}
+
 def flatten(value, prefix, out):
     """Tensors of a (nested) output under dotted names: out, out.0, out.1.0, ..."""
     if isinstance(value, torch.Tensor):

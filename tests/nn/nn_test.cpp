@@ -1,11 +1,14 @@
 // fx::nn against torch.nn 1.13: repr, state dict keys and shapes, outputs on
 // Python's state dict and inputs (data from oracle.py), deep copies, saving
-// for Python (read back by roundtrip.py), and tracing a model that uses
-// every leaf module.
+// for Python (read back by roundtrip.py), tracing a model that uses every
+// leaf module, and constructor arguments (fx::module_spec against
+// python/fxcpp/modules.py's describe).
 #include <fx/fx.h>
 #include <fx/graph_module.h>
+#include <fx/module_spec.h>
 #include <fx/nn.h>
 #include <fx/state_dict.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -451,6 +454,239 @@ TEST(Nn, TraceEveryLeafModuleAsTorchFx) {
   auto gm = fx::symbolic_trace(model);
   EXPECT_EQ(gm->graph().to_string(), expected()["trace"]["graph"].get<std::string>());
   EXPECT_EQ(gm->code(), expected()["trace"]["code"].get<std::string>());
+}
+
+// ---- constructor arguments (fx::module_spec, fx::make_module) -----------------
+
+// cases.py's SPEC_CASES.
+const std::map<std::string, std::function<std::shared_ptr<fx::Module>()>>& spec_cases() {
+  using Modules = std::vector<std::shared_ptr<fx::Module>>;
+  static const std::map<std::string, std::function<std::shared_ptr<fx::Module>()>> c = {
+      {"maxpool1d", [] { return make<MaxPool1d>(2, std::nullopt, 0, 1, false, true); }},
+      {"maxpool2d",
+       [] {
+         return make<MaxPool2d>(PoolArg{3, 2}, PoolArg{2, 1}, 1, PoolArg{1, 2});
+       }},
+      {"avgpool2d", [] { return make<AvgPool2d>(3, PoolArg(2), 1, false, false, 4); }},
+      {"adaptiveavgpool1d", [] { return make<AdaptiveAvgPool1d>(4); }},
+      {"adaptiveavgpool2d",
+       [] {
+         return make<AdaptiveAvgPool2d>(PoolArg{std::nullopt, 7});
+       }},
+      {"upsample_tuple",
+       [] {
+         return make<Upsample>(Upsample::Options{.scale_factor = {2.0, 1.5}});
+       }},
+      {"leakyrelu_third", [] { return make<LeakyReLU>(1.0 / 3); }},
+      {"mha_nobias", [] { return make<MultiheadAttention>(8, 2, 0.1, false); }},
+      {"embedding_padding", [] { return make<Embedding>(6, 2, 2, 2.0, 2.0, true, true); }},
+      {"embeddingbag_options", [] { return make<EmbeddingBag>(5, 3, 1.5, 3.0, true, "mean", false, true); }},
+      {"sequential",
+       [] {
+         return make<Sequential>(
+             Modules{make<Linear>(4, 4, false), make<Tanh>(), make<ModuleList>(Modules{make<ReLU>(true)})});
+       }},
+  };
+  return c;
+}
+
+// module_specs.py's roots(): [(path, module)] of a name.
+std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> spec_roots(const std::string& name) {
+  if (name == "all_modules") {  // the model's own class is not described, its children are
+    std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> out;
+    for (const auto& c : std::make_shared<AllModules>()->named_children())
+      out.emplace_back(c.key(), c.value());
+    return out;
+  }
+  if (spec_cases().count(name)) return {{"", spec_cases().at(name)()}};
+  return {{"", cases().at(name).make()}};
+}
+
+bool is_container(const std::string& type) {
+  return type == "torch.nn.Module" || type == "torch.nn.Sequential" || type == "torch.nn.ModuleList" ||
+         type == "torch.nn.ModuleDict";
+}
+
+// module_specs.py's walk(): the specs of m and, through containers, of its children.
+void walk_specs(const torch::nn::Module& m, const std::string& path,
+                std::vector<std::pair<std::string, fx::ModuleSpec>>& out) {
+  fx::ModuleSpec spec = fx::module_spec(m);
+  bool container = is_container(spec.type);
+  out.emplace_back(path, std::move(spec));
+  if (!container) return;
+  for (const auto& c : m.named_children())
+    walk_specs(*c.value(), path.empty() ? c.key() : path + "." + c.key(), out);
+}
+
+// module_specs.py's rebuild(): m constructed anew from its spec, containers with their children.
+std::shared_ptr<fx::Module> rebuild(const torch::nn::Module& m) {
+  auto made = std::dynamic_pointer_cast<fx::Module>(fx::make_module(fx::module_spec(m)));
+  if (!made || !is_container(made->type_name())) return made;
+  for (const auto& c : m.named_children()) {
+    auto child = rebuild(*c.value());
+    if (auto* seq = dynamic_cast<Sequential*>(made.get()))
+      seq->append(child);
+    else if (auto* list = dynamic_cast<ModuleList*>(made.get()))
+      list->append(child);
+    else if (auto* dict = dynamic_cast<ModuleDict*>(made.get()))
+      dict->insert(c.key(), child);
+    else
+      made->register_module(c.key(), child);
+  }
+  return made;
+}
+
+// module_specs.py's encode(), read back: {"tuple": [...]} is a tuple; a JSON number with a
+// fraction or exponent is a float.
+fx::Argument spec_value(const nlohmann::json& j) {
+  if (j.is_null()) return fx::None;
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_string()) return j.get<std::string>();
+  fx::Tuple t;
+  for (const auto& item : j.at("tuple")) t.items.push_back(spec_value(item));
+  return t;
+}
+
+// The same encoding, for failure messages (a float prints with its fraction: 1.0).
+nlohmann::json spec_json(const fx::Argument& a) {
+  if (a.is<bool>()) return a.get<bool>();
+  if (a.is<int64_t>()) return a.get<int64_t>();
+  if (a.is<double>()) return a.get<double>();
+  if (a.is<std::string>()) return a.get<std::string>();
+  if (a.is<fx::Tuple>()) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& item : a.get<fx::Tuple>().items) items.push_back(spec_json(item));
+    return {{"tuple", items}};
+  }
+  return a.is_none() ? nlohmann::json() : nlohmann::json(std::string("<") + std::string(a.kind_name()) + ">");
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> state_shapes(const torch::nn::Module& m) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  for (const auto& [k, v] : fx::state_dict(m)) out.emplace_back(k, v.sizes().vec());
+  return out;
+}
+
+class NnSpec : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NnSpec, MatchesPythonDescribeAndRebuilds) {
+  if (expected().is_null()) GTEST_SKIP() << "the torch.nn oracle did not run";
+  const std::string name = GetParam();
+  const auto& e = expected()["specs"][name];
+  ASSERT_FALSE(e.is_null()) << name << " is not in module_specs.py's roots()";
+  std::vector<std::pair<std::string, fx::ModuleSpec>> specs;
+  for (const auto& [path, m] : spec_roots(name)) {
+    walk_specs(*m, path, specs);
+
+    auto made = rebuild(*m);
+    ASSERT_TRUE(made) << path;
+    EXPECT_EQ(made->repr(), std::dynamic_pointer_cast<fx::Module>(m)->repr()) << path;
+    EXPECT_EQ(state_shapes(*made), state_shapes(*m)) << path;
+  }
+  ASSERT_EQ(specs.size(), e.size()) << e.dump();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& [path, spec] = specs[i];
+    EXPECT_EQ(path, e[i][0].get<std::string>());
+    EXPECT_EQ(spec.type, e[i][1].get<std::string>()) << path;
+    const auto& kwargs = e[i][2];
+    ASSERT_EQ(spec.kwargs.size(), kwargs.size()) << path << " " << kwargs.dump();
+    for (size_t k = 0; k < kwargs.size(); ++k) {
+      const auto& [arg, value] = spec.kwargs[k];
+      EXPECT_EQ(arg, kwargs[k][0].get<std::string>()) << path;
+      fx::Argument want = spec_value(kwargs[k][1]);
+      EXPECT_EQ(value.kind_name(), want.kind_name()) << path << " " << arg;
+      EXPECT_TRUE(value == want) << path << " " << arg << ": " << spec_json(value).dump() << " is not "
+                                 << kwargs[k][1].dump();
+    }
+  }
+}
+
+std::vector<std::string> spec_names() {
+  std::vector<std::string> names = case_names();
+  for (const auto& [k, v] : spec_cases()) names.push_back(k);
+  names.push_back("all_modules");
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(Torch, NnSpec, ::testing::ValuesIn(spec_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(ModuleSpec, EveryPythonSpecIsChecked) {
+  if (expected().is_null()) GTEST_SKIP() << "the torch.nn oracle did not run";
+  auto names = spec_names();
+  for (const auto& [name, v] : expected()["specs"].items())
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+}
+
+TEST(ModuleSpec, MissingArgumentsTakePyTorchDefaults) {
+  auto made =
+      fx::make_module({"torch.nn.Conv2d", {{"in_channels", 3}, {"out_channels", 8}, {"kernel_size", 3}}});
+  Conv2d conv(3, 8, Vec{3});
+  EXPECT_EQ(std::dynamic_pointer_cast<fx::Module>(made)->repr(), conv.repr());
+  fx::ModuleSpec spec = fx::module_spec(*made);
+  EXPECT_EQ(spec, fx::module_spec(conv));
+  ASSERT_EQ(spec.kwargs.size(), 9u);
+  EXPECT_EQ(spec.kwargs[2], (std::pair<std::string, fx::Argument>("kernel_size", fx::tuple({3, 3}))));
+  // An int is a float too, as in Python.
+  auto dropout = fx::make_module({"torch.nn.Dropout", {{"p", 1}}});
+  EXPECT_EQ(dynamic_cast<Dropout&>(*dropout).p, 1.0);
+  // GraphModule's plain containers.
+  EXPECT_EQ(std::dynamic_pointer_cast<fx::Module>(fx::make_module({"torch.nn.Module", {}}))->repr(),
+            "Module()");
+}
+
+std::string make_module_error(const fx::ModuleSpec& spec) {
+  try {
+    fx::make_module(spec);
+  } catch (const fx::Error& err) {
+    return err.what();
+  }
+  return "no error";
+}
+
+TEST(ModuleSpec, BadSpecsNameTheTypeAndArgument) {
+  using ::testing::AllOf;
+  using ::testing::HasSubstr;
+  EXPECT_THAT(make_module_error({"torch.nn.Conv9d", {}}), HasSubstr("unknown module type 'torch.nn.Conv9d'"));
+  EXPECT_THAT(
+      make_module_error({"torch.nn.Linear", {{"in_features", 2}, {"out_features", 3}, {"biass", true}}}),
+      HasSubstr("torch.nn.Linear: unexpected keyword argument 'biass'"));
+  EXPECT_THAT(make_module_error({"torch.nn.Linear", {{"in_features", 2}}}),
+              HasSubstr("torch.nn.Linear: missing required argument 'out_features'"));
+  EXPECT_THAT(
+      make_module_error({"torch.nn.Linear", {{"in_features", 2}, {"out_features", 3}, {"in_features", 4}}}),
+      HasSubstr("torch.nn.Linear: got multiple values for argument 'in_features'"));
+  const fx::Kwargs conv = {{"in_channels", 3}, {"out_channels", 8}};
+  auto with = [](fx::Kwargs kwargs, std::string name, fx::Argument value) {
+    kwargs.emplace_back(std::move(name), std::move(value));
+    return kwargs;
+  };
+  EXPECT_THAT(
+      make_module_error({"torch.nn.Conv2d", with(conv, "kernel_size", "3")}),
+      HasSubstr("torch.nn.Conv2d: argument 'kernel_size' must be an int or a tuple of ints, got str"));
+  EXPECT_THAT(
+      make_module_error({"torch.nn.Conv2d", with(conv, "kernel_size", fx::tuple({3, 1.5}))}),
+      HasSubstr("torch.nn.Conv2d: argument 'kernel_size' must be an int or a tuple of ints, got float"));
+  EXPECT_THAT(make_module_error({"torch.nn.Linear", {{"in_features", true}, {"out_features", 3}}}),
+              HasSubstr("torch.nn.Linear: argument 'in_features' must be an int, got bool"));
+  EXPECT_THAT(make_module_error(
+                  {"torch.nn.Embedding", {{"num_embeddings", 4}, {"embedding_dim", 2}, {"max_norm", "1"}}}),
+              HasSubstr("torch.nn.Embedding: argument 'max_norm' must be a float or None, got str"));
+}
+
+TEST(ModuleSpec, ModulesFxcppCannotConstructAreRefusedByName) {
+  using ::testing::HasSubstr;
+  auto message = [](const torch::nn::Module& m) {
+    try {
+      fx::module_spec(m);
+    } catch (const fx::Error& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message(AllModules()), HasSubstr("AllModules is not a torch.nn module"));
+  EXPECT_THAT(message(*torch::nn::Linear(2, 3)), HasSubstr("torch::nn::Linear"));
 }
 
 }  // namespace

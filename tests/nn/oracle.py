@@ -3,7 +3,9 @@
 into the directory named on the command line, per case <name>.pt (its state
 dict, torch.save'd) and <name>.io.pt (inputs in.0, in.1.0, ... and outputs out,
 out.0, ...), and expected.json (repr, state dict keys/shapes/dtypes, output
-structure per case; graph and code of the traced AllModules model)."""
+structure per case; graph and code of the traced AllModules model; the
+constructor arguments of every module of module_specs.py, as fxcpp.modules
+describes them)."""
 import json
 import os
 import sys
@@ -22,6 +24,7 @@ except ImportError:
 import normalizations  # noqa: E402
 from cases import CASES, build, flatten, structure  # noqa: E402
 from models import AllModules  # noqa: E402
+from module_specs import expected_specs  # noqa: E402
 
 
 def main():
@@ -55,6 +58,7 @@ def main():
         'graph': normalizations.apply(str(gm.graph), pairs),
         'code': normalizations.apply(gm.code, pairs),
     }
+    expected['specs'] = expected_specs()
     with open(os.path.join(out_dir, 'expected.json'), 'w') as f:
         json.dump(expected, f, indent=1, sort_keys=True)
 
