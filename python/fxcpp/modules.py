@@ -120,6 +120,11 @@ def describe(module):
         raise ValueError(f'{name} is not a torch.nn module that fxcpp knows how to construct; use torch.nn '
                          'modules of fxcpp\'s list (fxcpp.modules.TYPES), or let torch.fx trace through it')
     if name in CONTAINERS:
+        # A bare nn.Module that holds tensors itself is more than a container: they would be lost.
+        if name == 'torch.nn.Module' and (next(module.parameters(recurse=False), None) is not None
+                                          or next(module.buffers(recurse=False), None) is not None):
+            raise ValueError('a torch.nn.Module with parameters or buffers of its own is not a plain container; '
+                             'fxcpp cannot construct it')
         return name, {}
     readers = _EXCEPTIONS.get(name, {})
     kwargs = {}

@@ -77,6 +77,14 @@ CASES = {
 }
 
 
+def _plain(**children):
+    """A bare nn.Module holding `children`, as GraphModule holds the levels of a dotted path."""
+    m = nn.Module()
+    for name, child in children.items():
+        m.add_module(name, child)
+    return m
+
+
 # More modules whose constructor arguments (fxcpp.modules.describe) are checked
 # against fx::module_spec, beside those of CASES and models.AllModules: the
 # pooling modules, and arguments the cases above leave at their defaults.
@@ -94,6 +102,8 @@ SPEC_CASES = {
                                               sparse=True),
     'embeddingbag_options': lambda: nn.EmbeddingBag(5, 3, max_norm=1.5, norm_type=3.0, scale_grad_by_freq=True,
                                                     include_last_offset=True),
+    'plain': lambda: _plain(out_proj=nn.modules.linear.NonDynamicallyQuantizableLinear(4, 2, bias=False),
+                            seq=nn.Sequential(nn.Identity())),
     'sequential': lambda: nn.Sequential(nn.Linear(4, 4, bias=False), nn.Tanh(),
                                         nn.ModuleList([nn.ReLU(inplace=True)])),
 }

@@ -8,7 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 try:
-    import torch  # noqa: F401
+    import torch
     import torch.nn as nn
 except ImportError:
     print('torch is not importable; skipping', file=sys.stderr)
@@ -45,6 +45,9 @@ def main():
     failures += raises_naming(lambda: describe(nn.PReLU()), 'torch.nn.PReLU')
     failures += raises_naming(lambda: describe(nn.TransformerEncoderLayer(8, 2, activation=nn.GELU())),
                               'TransformerEncoderLayer', 'activation')
+    holder = nn.Module()
+    holder.register_buffer('scale', torch.ones(2))
+    failures += raises_naming(lambda: describe(holder), 'torch.nn.Module')
     failures += raises_naming(lambda: construct('torch.nn.PReLU', {}), 'torch.nn.PReLU')
     failures += raises_naming(lambda: construct('torch.nn.Linear', {'in_features': 2, 'out_feature': 3}),
                               'out_feature')

@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', 'python'))
 sys.path.insert(0, HERE)
 
 from cases import CASES, SPEC_CASES  # noqa: E402
-from fxcpp.modules import CONTAINERS, construct, describe  # noqa: E402
+from fxcpp.modules import CONTAINERS, TYPES, construct, describe  # noqa: E402
 from models import AllModules  # noqa: E402
 
 

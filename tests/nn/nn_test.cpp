@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -481,6 +482,13 @@ const std::map<std::string, std::function<std::shared_ptr<fx::Module>()>>& spec_
       {"mha_nobias", [] { return make<MultiheadAttention>(8, 2, 0.1, false); }},
       {"embedding_padding", [] { return make<Embedding>(6, 2, 2, 2.0, 2.0, true, true); }},
       {"embeddingbag_options", [] { return make<EmbeddingBag>(5, 3, 1.5, 3.0, true, "mean", false, true); }},
+      {"plain",
+       [] {  // GraphModule's container class is private: make_module's stands for Python's bare nn.Module
+         auto m = std::dynamic_pointer_cast<fx::Module>(fx::make_module({"torch.nn.Module", {}}));
+         m->register_module("out_proj", make<NonDynamicallyQuantizableLinear>(4, 2, false));
+         m->register_module("seq", make<Sequential>(Modules{make<Identity>()}));
+         return m;
+       }},
       {"sequential",
        [] {
          return make<Sequential>(
@@ -619,6 +627,33 @@ TEST(ModuleSpec, EveryPythonSpecIsChecked) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
 }
 
+std::string make_module_error(const fx::ModuleSpec& spec) {
+  try {
+    fx::make_module(spec);
+  } catch (const fx::Error& err) {
+    return err.what();
+  }
+  return "no error";
+}
+
+TEST(ModuleSpec, EveryTypeIsChecked) {
+  if (expected().is_null()) GTEST_SKIP() << "the torch.nn oracle did not run";
+  std::set<std::string> seen;
+  for (const auto& name : spec_names())
+    for (const auto& [path, m] : spec_roots(name)) {
+      std::vector<std::pair<std::string, fx::ModuleSpec>> specs;
+      walk_specs(*m, path, specs);
+      for (const auto& [p, spec] : specs) seen.insert(spec.type);
+    }
+  for (const auto& type : expected()["spec_types"]) {
+    EXPECT_TRUE(seen.count(type.get<std::string>())) << type << " is in no case of module_specs.py";
+    EXPECT_THAT(make_module_error({type.get<std::string>(), {}}),
+                ::testing::Not(::testing::HasSubstr("unknown module type")));
+  }
+  EXPECT_EQ(seen.size(), expected()["spec_types"].size())
+      << "fxcpp.modules.TYPES lacks a type fx::module_spec gives";
+}
+
 TEST(ModuleSpec, MissingArgumentsTakePyTorchDefaults) {
   auto made =
       fx::make_module({"torch.nn.Conv2d", {{"in_channels", 3}, {"out_channels", 8}, {"kernel_size", 3}}});
@@ -634,15 +669,6 @@ TEST(ModuleSpec, MissingArgumentsTakePyTorchDefaults) {
   // GraphModule's plain containers.
   EXPECT_EQ(std::dynamic_pointer_cast<fx::Module>(fx::make_module({"torch.nn.Module", {}}))->repr(),
             "Module()");
-}
-
-std::string make_module_error(const fx::ModuleSpec& spec) {
-  try {
-    fx::make_module(spec);
-  } catch (const fx::Error& err) {
-    return err.what();
-  }
-  return "no error";
 }
 
 TEST(ModuleSpec, BadSpecsNameTheTypeAndArgument) {
@@ -687,6 +713,9 @@ TEST(ModuleSpec, ModulesFxcppCannotConstructAreRefusedByName) {
   };
   EXPECT_THAT(message(AllModules()), HasSubstr("AllModules is not a torch.nn module"));
   EXPECT_THAT(message(*torch::nn::Linear(2, 3)), HasSubstr("torch::nn::Linear"));
+  auto holder = fx::make_module({"torch.nn.Module", {}});
+  holder->register_buffer("scale", torch::ones({2}));
+  EXPECT_THAT(message(*holder), HasSubstr("torch.nn.Module with tensors of its own"));
 }
 
 }  // namespace

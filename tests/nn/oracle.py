@@ -24,7 +24,7 @@ except ImportError:
 import normalizations  # noqa: E402
 from cases import CASES, build, flatten, structure  # noqa: E402
 from models import AllModules  # noqa: E402
-from module_specs import expected_specs  # noqa: E402
+from module_specs import TYPES, expected_specs  # noqa: E402
 
 
 def main():
@@ -59,6 +59,7 @@ def main():
         'code': normalizations.apply(gm.code, pairs),
     }
     expected['specs'] = expected_specs()
+    expected['spec_types'] = list(TYPES)
     with open(os.path.join(out_dir, 'expected.json'), 'w') as f:
         json.dump(expected, f, indent=1, sort_keys=True)
 
