@@ -92,8 +92,8 @@ _FLOATS = {'max_norm'}
 def _parameters(cls, name):
     """The constructor's parameters fxcpp stores, in order, each with its default (inspect's empty if none)."""
     if name in _PARAMETERS:
-        base = inspect.signature(nn.RNNBase.__init__).parameters if name in ('torch.nn.LSTM', 'torch.nn.GRU') else {}
-        return [(p, base[p].default if p in base else inspect.Parameter.empty) for p in _PARAMETERS[name]]
+        rnn = inspect.signature(nn.RNNBase.__init__).parameters
+        return [(p, rnn[p].default if p in rnn else inspect.Parameter.empty) for p in _PARAMETERS[name]]
     out = []
     for p in inspect.signature(cls.__init__).parameters.values():
         if p.name in _SKIPPED or p.name.startswith('_') or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
