@@ -47,4 +47,12 @@ void load_state_dict(torch::nn::Module& module, const std::string& path, bool st
 // dict (Module.load_state_dict accepts it).
 void save_state_dict(const torch::nn::Module& module, const std::string& path);
 
+// Lists of tensors, as the inputs and outputs of `fxc run` are kept:
+//   torch.save([x, y], "in.pt")  ->  fx::read_tensors("in.pt")
+// A file holding one tensor gives a list of one. Throws fx::Error naming the
+// file and the item that is not a tensor.
+std::vector<at::Tensor> read_tensors(const std::string& path);
+// torch.load reads the file as a list of tensors.
+void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path);
+
 }  // namespace fx

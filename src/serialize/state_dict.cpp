@@ -80,14 +80,28 @@ void load_state_dict(torch::nn::Module& module, const std::string& path, bool st
   for (auto& [dst, src] : copies) dst->copy_(*src);
 }
 
+namespace {
+
+void write_pickle(const c10::IValue& value, const std::string& path, const char* who) {
+  std::vector<char> bytes = torch::pickle_save(value);
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error(std::string(who) + ": cannot open " + path + " for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw Error(std::string(who) + ": writing " + path + " failed");
+}
+
+}  // namespace
+
 void save_state_dict(const torch::nn::Module& module, const std::string& path) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [key, value] : state_dict(module)) dict.insert(key, value.detach());
-  std::vector<char> bytes = torch::pickle_save(dict);
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("fx::save_state_dict: cannot open " + path + " for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw Error("fx::save_state_dict: writing " + path + " failed");
+  write_pickle(dict, path, "fx::save_state_dict");
+}
+
+void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path) {
+  c10::List<at::Tensor> list;
+  for (const auto& t : tensors) list.push_back(t.detach());
+  write_pickle(list, path, "fx::save_tensors");
 }
 
 }  // namespace fx

@@ -11,6 +11,8 @@
 #include <fx/error.h>
 #include <fx/state_dict.h>
 
+#include "torch_load.h"
+
 #include <c10/core/ScalarType.h>
 #include <caffe2/serialize/inline_container.h>
 
@@ -393,10 +395,11 @@ class Unpickler {
       bool empty = false;
       for (size_t k = 0; k < size.size(); ++k) {
         if (size[k] < 0 || stride[k] < 0) fail(name + ": negative size or stride");
+        int64_t reach = 0;
         if (size[k] == 0)
           empty = true;
-        else
-          last += (size[k] - 1) * stride[k];
+        else if (__builtin_mul_overflow(size[k] - 1, stride[k], &reach) || __builtin_add_overflow(last, reach, &last))
+          fail(name + ": size and stride reach beyond 64-bit offsets");
       }
       if (offset < 0 || (!empty && last >= storage.numel()))
         fail(name + ": the tensor reaches element " + std::to_string(last) + " of a storage of " +
@@ -467,35 +470,72 @@ class Unpickler {
 
 }  // namespace
 
-StateDict read_state_dict(const std::string& path) {
-  if (!std::ifstream(path)) throw Error("fx::read_state_dict: cannot open " + path);
-  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
+namespace {
+
+// torch.load of the archive's data.pkl: its top object.
+ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
   at::DataPtr pickle;
   size_t size = 0;
   try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
-    if (!archive->hasRecord("data.pkl"))
-      throw Error("fx::read_state_dict: " + path + " has no data.pkl: not a file written by torch.save");
-    std::tie(pickle, size) = archive->getRecord("data.pkl");
+    if (!archive.hasRecord("data.pkl"))
+      throw Error("fx::read_state_dict: " + name + " has no data.pkl: not a file written by torch.save");
+    std::tie(pickle, size) = archive.getRecord("data.pkl");
   } catch (const c10::Error& e) {
-    throw Error("fx::read_state_dict: cannot read " + path +
+    throw Error("fx::read_state_dict: cannot read data.pkl of " + name + ": " + e.what_without_backtrace());
+  }
+  return Unpickler(name, archive, static_cast<const char*>(pickle.get()), size).run();
+}
+
+std::unique_ptr<caffe2::serialize::PyTorchStreamReader> open_archive(const std::string& path, const char* who) {
+  if (!std::ifstream(path)) throw Error(std::string(who) + ": cannot open " + path);
+  try {
+    return std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+  } catch (const c10::Error& e) {
+    throw Error(std::string(who) + ": cannot read " + path +
                 " as a torch.save zip archive (torch.save(..., _use_new_zipfile_serialization=False) files "
                 "are not supported): " +
                 e.what_without_backtrace());
   }
-  ObjPtr top = Unpickler(path, *archive, static_cast<const char*>(pickle.get()), size).run();
+}
+
+}  // namespace
+
+StateDict detail::read_state_dict(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
+  ObjPtr top = unpickle(archive, name);
   if (top->kind != Obj::kDict)
-    throw Error("fx::read_state_dict: " + path + " holds " + a_kind(top->kind) +
+    throw Error("fx::read_state_dict: " + name + " holds " + a_kind(top->kind) +
                 ", not a state dict; save model.state_dict()");
   StateDict out;
   for (const auto& [k, v] : top->entries) {
     if (k->kind != Obj::kStr || v->kind != Obj::kTensor)
-      throw Error("fx::read_state_dict: " + path + " maps " + a_kind(k->kind) + " to " + a_kind(v->kind) +
+      throw Error("fx::read_state_dict: " + name + " maps " + a_kind(k->kind) + " to " + a_kind(v->kind) +
                   (k->kind == Obj::kStr ? " ('" + k->s + "')" : std::string()) +
                   "; a state dict maps names to tensors");
     out.emplace_back(k->s, v->tensor);
   }
   return out;
+}
+
+std::vector<at::Tensor> read_tensors(const std::string& path) {
+  auto archive = open_archive(path, "fx::read_tensors");
+  ObjPtr top = unpickle(*archive, path);
+  if (top->kind == Obj::kTensor) return {top->tensor};
+  if (top->kind != Obj::kList && top->kind != Obj::kTuple)
+    throw Error("fx::read_tensors: " + path + " holds " + a_kind(top->kind) +
+                ", not a tensor or a list of tensors; save one with torch.save([x, y], path)");
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < top->items.size(); ++i) {
+    if (top->items[i]->kind != Obj::kTensor)
+      throw Error("fx::read_tensors: item " + std::to_string(i) + " of " + path + " is " +
+                  a_kind(top->items[i]->kind) + ", not a tensor");
+    out.push_back(top->items[i]->tensor);
+  }
+  return out;
+}
+
+StateDict read_state_dict(const std::string& path) {
+  auto archive = open_archive(path, "fx::read_state_dict");
+  return detail::read_state_dict(*archive, path);
 }
 
 }  // namespace fx
