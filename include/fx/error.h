@@ -26,4 +26,11 @@ class LintError : public Error {
   using Error::Error;
 };
 
+// A file that fxcpp cannot load: malformed, truncated, or inconsistent
+// (fx::load). The message names the file and the position in it.
+class LoadError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace fx

@@ -1,0 +1,62 @@
+#include "allocation_budget.h"
+
+#include <fx/error.h>
+
+#include <c10/core/CPUAllocator.h>
+
+#include <mutex>
+
+namespace fx::detail {
+
+namespace {
+
+struct Budget {
+  size_t left;
+  size_t total;
+  std::string what;
+  Budget* previous;
+};
+
+thread_local Budget* current_budget = nullptr;
+
+class BudgetedAllocator final : public c10::Allocator {
+ public:
+  explicit BudgetedAllocator(c10::Allocator* inner) : inner_(inner) {}
+  c10::DataPtr allocate(size_t n) const override {
+    if (Budget* b = current_budget) {
+      if (n > b->left)
+        throw LoadError(b->what + " asks for more memory than the tensors the file holds for it account for (" +
+                        std::to_string(b->total) + " bytes allowed, " + std::to_string(b->total - b->left) +
+                        " used, " + std::to_string(n) + " more asked): its constructor arguments are wrong");
+      b->left -= n;
+    }
+    return inner_->allocate(n);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+
+ private:
+  c10::Allocator* inner_;
+};
+
+void install_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static BudgetedAllocator allocator(c10::GetCPUAllocator());
+    c10::SetCPUAllocator(&allocator);
+  });
+}
+
+}  // namespace
+
+AllocationBudget::AllocationBudget(size_t bytes, std::string what) {
+  install_once();
+  current_budget = new Budget{bytes, bytes, std::move(what), current_budget};
+}
+
+AllocationBudget::~AllocationBudget() {
+  Budget* b = current_budget;
+  current_budget = b->previous;
+  delete b;
+}
+
+}  // namespace fx::detail

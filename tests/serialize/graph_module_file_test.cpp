@@ -1,0 +1,205 @@
+// fx::save / fx::load: round trips of GraphModules through files, and the
+// errors a malformed file gives.
+#include <fx/fx.h>
+#include <fx/graph_module_file.h>
+#include <fx/passes/shape_prop.h>
+#include <fx/state_dict.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <caffe2/serialize/inline_container.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+using fx::kw;
+using fx::Value;
+using testing::HasSubstr;
+
+// A parameter, a buffer, a tensor attribute, a tensor constant, kwargs with a
+// dtype, getitem with slices and Ellipsis, a tuple output.
+struct Functional : fx::Module {
+  at::Tensor w, scale, offset;
+  Functional() : fx::Module("Functional", {"x", {"alpha", Value(0.5)}}) {
+    w = register_parameter("w", torch::randn({4, 4}));
+    scale = register_buffer("scale", torch::rand({4}) + 0.5);
+    offset = register_attribute("offset", torch::randn({4}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value x = in[0];
+    Value h = fx::call("torch.matmul", x, w) * scale + offset;
+    h = h + torch::full({4}, 2.0);  // a tensor constant: _tensor_constant0
+    Value s = fx::call("torch.sum", h, kw("dim", -1), kw("dtype", c10::ScalarType::Double));
+    Value t = h[Value::tuple({Value(fx::Ellipsis), Value::slice(1, fx::None, 2)})];
+    return Value::tuple({fx::call("torch.relu", t) * in[1], s, h.clamp(kw("min", -1.0), kw("max", 1.0))});
+  }
+};
+
+std::unique_ptr<fx::GraphModule> traced() {
+  torch::manual_seed(0);
+  Functional m;
+  return fx::symbolic_trace(m);
+}
+
+std::vector<c10::IValue> inputs() { return {torch::randn({3, 4}), 2.0}; }
+
+void expect_same_outputs(fx::GraphModule& a, fx::GraphModule& b) {
+  auto in = inputs();
+  c10::IValue x = a.run(in), y = b.run(in);
+  ASSERT_TRUE(x.isTuple() && y.isTuple());
+  auto xs = x.toTupleRef().elements(), ys = y.toTupleRef().elements();
+  ASSERT_EQ(xs.size(), ys.size());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_TRUE(xs[i].toTensor().equal(ys[i].toTensor())) << "output " << i;
+}
+
+TEST(GraphModuleFile, RoundTripKeepsGraphCodeTensorsAndOutputs) {
+  auto gm = traced();
+  gm->eval();
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  EXPECT_EQ(loaded->graph().to_string(), gm->graph().to_string());
+  EXPECT_EQ(loaded->code(), gm->code());
+  EXPECT_EQ(loaded->to_string(), gm->to_string());
+  EXPECT_EQ(loaded->type_name(), "Functional");
+  EXPECT_FALSE(loaded->is_training());
+  for (const char* path : {"w", "scale", "offset", "_tensor_constant0"})
+    EXPECT_TRUE(loaded->get_tensor(path).equal(gm->get_tensor(path))) << path;
+  EXPECT_EQ(loaded->named_parameters().size(), 1u);
+  EXPECT_TRUE(loaded->named_parameters()[0].value().requires_grad());
+  expect_same_outputs(*gm, *loaded);
+}
+
+TEST(GraphModuleFile, RoundTripKeepsTensorMeta) {
+  auto gm = traced();
+  auto in = inputs();
+  fx::passes::ShapeProp(*gm).propagate({Value(in[0]), Value(in[1])});
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  auto a = gm->graph().nodes().begin(), b = loaded->graph().nodes().begin();
+  size_t with_meta = 0;
+  for (; a != gm->graph().nodes().end(); ++a, ++b) {
+    std::vector<std::string> ma, mb;
+    fx::passes::for_each_tensor_meta(**a, [&](const fx::passes::TensorMetadata& m) { ma.push_back(m.repr()); });
+    fx::passes::for_each_tensor_meta(**b, [&](const fx::passes::TensorMetadata& m) { mb.push_back(m.repr()); });
+    EXPECT_EQ(ma, mb) << (*a)->name();
+    with_meta += !ma.empty();
+  }
+  EXPECT_GE(with_meta, 10u);
+}
+
+TEST(GraphModuleFile, SavesToAPathAndLoadsFromIt) {
+  auto gm = traced();
+  const std::string path = testing::TempDir() + "/functional.fxg";
+  fx::save(*gm, path);
+  auto loaded = fx::load(path);
+  EXPECT_EQ(loaded->code(), gm->code());
+  // Its tensors are a state dict torch.load reads.
+  EXPECT_EQ(fx::read_state_dict(path).size(), 4u);
+}
+
+// ---- malformed files ---------------------------------------------------------
+
+using Json = nlohmann::ordered_json;
+
+// The file of traced(), with graph.json edited by `edit`.
+std::string edited(const std::function<void(Json&)>& edit) {
+  std::string bytes = fx::save_to_bytes(*traced());
+  std::istringstream in(bytes);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  auto [data, size] = reader.getRecord("graph.json");
+  Json j = Json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + size);
+  edit(j);
+  std::string text = j.dump();
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+    return n;
+  });
+  for (const auto& r : reader.getAllRecords()) {
+    if (r == "version" || r == "graph.json") continue;
+    auto [d, s] = reader.getRecord(r);
+    writer.writeRecord(r, d.get(), s);
+  }
+  writer.writeRecord("graph.json", text.data(), text.size());
+  writer.writeEndOfFile();
+  return out;
+}
+
+std::string load_error(const std::string& bytes) {
+  try {
+    fx::load_from_bytes(bytes, "bad.fxg");
+  } catch (const fx::LoadError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+Json& node(Json& j, const std::string& name) {
+  for (Json& n : j["graph"]["nodes"])
+    if (n["name"] == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+TEST(GraphModuleFile, RejectsWhatIsNotAGraphModuleFile) {
+  EXPECT_THAT(load_error("hello"), HasSubstr("bad.fxg: not a GraphModule file"));
+  const std::string good = fx::save_to_bytes(*traced());
+  for (size_t cut : {good.size() / 2, good.size() - 10, size_t{30}})
+    EXPECT_THAT(load_error(good.substr(0, cut)), HasSubstr("bad.fxg")) << "truncated at " << cut;
+  // A state dict alone.
+  std::vector<char> sd = torch::pickle_save(c10::Dict<std::string, at::Tensor>());
+  EXPECT_THAT(load_error(std::string(sd.begin(), sd.end())), HasSubstr("no such record"));
+  EXPECT_THROW(fx::load("/nonexistent/x.fxg"), fx::LoadError);
+}
+
+TEST(GraphModuleFile, RejectsMalformedJsonNamingThePosition) {
+  EXPECT_THAT(load_error(edited([](Json& j) { j["format"] = "other"; })), HasSubstr("format: expected"));
+  EXPECT_THAT(load_error(edited([](Json& j) { j["version"] = 99; })), HasSubstr("update fxcpp"));
+  EXPECT_THAT(load_error(edited([](Json& j) { j.erase("graph"); })), HasSubstr("missing \"graph\""));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["op"] = "call_everything"; })),
+              HasSubstr("graph.nodes[3] ('matmul').op"));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["args"][0] = Json{{"node", "relu"}}; })),
+              HasSubstr("graph.nodes[3] ('matmul').args[0]: refers to node 'relu', which is not defined before"));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["args"][0] = Json{{"set", 1}}; })),
+              HasSubstr("unknown argument kind \"set\""));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["name"] = "x"; })),
+              HasSubstr("a second node named 'x'"));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "sum_1")["kwargs"]["dtype"] = Json{{"dtype", "torch.f64"}}; })),
+              HasSubstr("unknown dtype 'torch.f64'"));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["target"] = "torch.no_such_function"; })),
+              HasSubstr("torch.no_such_function"));
+  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "w")["target"] = "missing"; })), HasSubstr("missing"));
+  EXPECT_THAT(load_error(edited([](Json& j) {
+                auto& nodes = j["graph"]["nodes"];
+                nodes.erase(nodes.size() - 1);
+              })),
+              HasSubstr("no output node"));
+}
+
+TEST(GraphModuleFile, RejectsTensorsThatDoNotMatchTheirDeclaration) {
+  EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"][0]["shape"] = Json::array({4, 5}); })),
+              HasSubstr("tensors[0] ('w'): declared torch.float32[4, 5] but the stored tensor is torch.float32[4, 4]"));
+  EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"].erase(1); })),
+              HasSubstr("the stored tensor 'scale' is not declared"));
+  EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"][0]["path"] = "v"; })),
+              HasSubstr("tensors[0] ('v'): declared in graph.json but missing"));
+  EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"][0]["kind"] = "ghost"; })), HasSubstr("ghost"));
+}
+
+TEST(GraphModuleFile, SaveNamesWhatHasNoFileForm) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* y = g->call_function("operator.add", {x, fx::make_opaque(c10::IValue(torch::ones({1})), "<object>")});
+  g->output(y);
+  std::map<std::string, fx::GraphModule::Attr> root;
+  try {
+    fx::GraphModule gm(root, std::move(g));
+    fx::save_to_bytes(gm);
+    FAIL() << "saved";
+  } catch (const fx::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("node 'add' args[1]: the constant <object> has no representation"));
+  }
+}
+
+}  // namespace

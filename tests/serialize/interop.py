@@ -1,0 +1,118 @@
+"""GraphModule files between torch.fx 1.13 and fxcpp, both ways.
+
+    interop.py export DIR   torch.fx models -> DIR/py/<name>.fxg, with the graph
+                            text and code torch.fx prints (<name>.json) and
+                            inputs/outputs (<name>.io.pt) for fx_serialize_tests
+    interop.py check DIR    the files fx_serialize_tests wrote (DIR/cpp) -> torch.fx:
+                            same graph text and code as fxcpp printed, outputs
+                            allclose to fxcpp's
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'python'))
+sys.path.insert(0, os.path.join(HERE, '..', 'conformance'))
+
+try:
+    import torch
+    import torch.fx
+    import torchvision
+    from torch.fx.passes.shape_prop import ShapeProp
+except ImportError as e:  # ctest: skipped, not failed
+    print(f'interop.py: {e}; skipping')
+    sys.exit(77)
+
+import normalizations  # noqa: E402
+from fxcpp import format as fxfile  # noqa: E402
+
+
+class Functional(torch.nn.Module):
+    """The Python twin of graph_module_file_test.cpp's Functional."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+        self.register_buffer('scale', torch.rand(4) + 0.5)
+        self.offset = torch.randn(4)
+
+    def forward(self, x, alpha=0.5):
+        h = torch.matmul(x, self.w) * self.scale + self.offset
+        h = h + torch.full((4,), 2.0)
+        s = torch.sum(h, dim=-1, dtype=torch.float64)
+        t = h[..., 1::2]
+        return torch.relu(t) * alpha, s, h.clamp(min=-1.0, max=1.0)
+
+
+def models():
+    torch.manual_seed(0)
+    image = torch.randn(2, 3, 64, 64)
+    yield 'functional', Functional(), [torch.randn(3, 4), 2.0]
+    yield 'resnet18', torchvision.models.resnet18(), [image]
+    yield 'mobilenet_v2', torchvision.models.mobilenet_v2(), [image]
+
+
+def flat(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def fxcpp_text(text, pairs):
+    return normalizations.apply(text, pairs)
+
+
+def export(root):
+    os.makedirs(os.path.join(root, 'py'), exist_ok=True)
+    pairs = normalizations.normalizations([])
+    for name, model, inputs in models():
+        model.eval()
+        gm = torch.fx.symbolic_trace(model)
+        ShapeProp(gm).propagate(*inputs)
+        base = os.path.join(root, 'py', name)
+        fxfile.save(gm, base + '.fxg')
+        with torch.no_grad():
+            outputs = flat(gm(*inputs))
+        io = {f'in.{i}': x if isinstance(x, torch.Tensor) else torch.tensor(x) for i, x in enumerate(inputs)}
+        io.update({f'out.{i}': y for i, y in enumerate(outputs)})
+        torch.save(io, base + '.io.pt')
+        with open(base + '.json', 'w') as f:
+            json.dump({'graph': fxcpp_text(str(gm.graph), pairs), 'code': fxcpp_text(gm.code, pairs)}, f)
+        # The file reads back in Python too.
+        back = fxfile.load(base + '.fxg')
+        assert str(back.graph) == str(gm.graph), name
+        assert back.code == gm.code, name
+
+
+def check(root):
+    folder = os.path.join(root, 'cpp')
+    names = sorted(f[:-4] for f in os.listdir(folder) if f.endswith('.fxg'))
+    assert names, f'no files in {folder}'
+    failures = []
+    for name in names:
+        base = os.path.join(folder, name)
+        gm = fxfile.load(base + '.fxg')
+        with open(base + '.json') as f:
+            expected = json.load(f)
+        targets = [n.target for n in gm.graph.nodes if n.op == 'call_function']
+        pairs = normalizations.normalizations(
+            [fxfile.target_name(t) for t in targets if fxfile.target_name(t).startswith('torch.nn.functional.')])
+        # fxcpp prints the name it was given (torch.nn.functional.gelu), torch.fx the builtin's (torch._C._nn.gelu).
+        for kind, text in (('graph', str(gm.graph)), ('code', gm.code)):
+            text = fxcpp_text(text, pairs)
+            if text != expected[kind]:
+                failures.append(f'{name}: {kind} differs:\n--- torch.fx\n{text}\n--- fxcpp\n{expected[kind]}')
+        io = torch.load(base + '.io.pt')
+        inputs = [io[f'in.{i}'] for i in range(sum(k.startswith('in.') for k in io))]
+        with torch.no_grad():
+            outputs = flat(gm(*inputs))
+        for i, y in enumerate(outputs):
+            if not torch.allclose(y, io[f'out.{i}'], rtol=1e-4, atol=1e-5):
+                failures.append(f'{name}: output {i} differs from fxcpp\'s')
+        print(f'{name}: {"ok" if not failures else "FAILED"}')
+    if failures:
+        print('\n'.join(failures))
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    {'export': export, 'check': check}[sys.argv[1]](sys.argv[2])

@@ -1,0 +1,94 @@
+// GraphModule files between torch.fx 1.13 and fxcpp. interop.py export wrote
+// torch.fx's files (DATA/py): fxcpp loads them, prints the same graph and code,
+// and gives the same outputs. This test writes fxcpp's (DATA/cpp), which
+// interop.py check reads back into torch.fx.
+#include <fx/fx.h>
+#include <fx/graph_module_file.h>
+#include <fx/models/mobilenetv2.h>
+#include <fx/models/resnet.h>
+#include <fx/passes/shape_prop.h>
+#include <fx/state_dict.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using fx::Value;
+
+const std::string kData = FXCPP_INTEROP_DATA;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<at::Tensor> flat(const c10::IValue& v) {
+  if (v.isTensor()) return {v.toTensor()};
+  std::vector<at::Tensor> out;
+  for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
+  return out;
+}
+
+class FromTorchFx : public testing::TestWithParam<std::string> {};
+
+TEST_P(FromTorchFx, LoadsWithTheSameTextAndOutputs) {
+  const std::string base = kData + "/py/" + GetParam();
+  if (!fs::exists(base + ".fxg")) GTEST_SKIP() << "interop.py export did not run";
+  auto gm = fx::load(base + ".fxg");
+  auto expected = read_json(base + ".json");
+  EXPECT_EQ(gm->graph().to_string(), expected["graph"].get<std::string>());
+  EXPECT_EQ(gm->code(), expected["code"].get<std::string>());
+
+  std::map<std::string, at::Tensor> io;
+  for (auto& [k, t] : fx::read_state_dict(base + ".io.pt")) io[k] = t;
+  std::vector<c10::IValue> inputs;
+  for (int i = 0; io.count("in." + std::to_string(i)); ++i) {
+    const at::Tensor& t = io["in." + std::to_string(i)];
+    inputs.push_back(t.dim() == 0 ? c10::IValue(t.item<double>()) : c10::IValue(t));
+  }
+  torch::NoGradGuard no_grad;
+  auto outputs = flat(gm->run(inputs));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    EXPECT_TRUE(torch::allclose(outputs[i], io.at("out." + std::to_string(i)), 1e-4, 1e-5)) << "output " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx, testing::Values("functional", "resnet18", "mobilenet_v2"));
+
+// fxcpp's graph text, code, inputs and outputs beside its file, for interop.py check.
+void write_for_python(const std::string& name, fx::GraphModule& gm, const std::vector<at::Tensor>& inputs) {
+  fs::create_directories(kData + "/cpp");
+  const std::string base = kData + "/cpp/" + name;
+  fx::save(gm, base + ".fxg");
+  std::ofstream(base + ".json") << nlohmann::json{{"graph", gm.graph().to_string()}, {"code", gm.code()}}.dump();
+  std::vector<c10::IValue> in(inputs.begin(), inputs.end());
+  torch::NoGradGuard no_grad;
+  auto outputs = flat(gm.run(in));
+  c10::Dict<std::string, at::Tensor> io;
+  for (size_t i = 0; i < inputs.size(); ++i) io.insert("in." + std::to_string(i), inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) io.insert("out." + std::to_string(i), outputs[i]);
+  std::vector<char> bytes = torch::pickle_save(io);
+  std::ofstream(base + ".io.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // And it reads back here.
+  auto back = fx::load(base + ".fxg");
+  EXPECT_EQ(back->code(), gm.code());
+}
+
+TEST(ToTorchFx, WritesFilesForInteropCheck) {
+  torch::manual_seed(0);
+  at::Tensor image = torch::randn({2, 3, 64, 64});
+  auto resnet = fx::models::resnet18();
+  resnet->eval();
+  auto gm = fx::symbolic_trace(*resnet);
+  fx::passes::ShapeProp(*gm).propagate({Value(image)});
+  write_for_python("resnet18", *gm, {image});
+  auto mobilenet = fx::models::mobilenet_v2();
+  mobilenet->eval();
+  write_for_python("mobilenet_v2", *fx::symbolic_trace(*mobilenet), {image});
+}
+
+}  // namespace
