@@ -1,0 +1,123 @@
+"""fxc end to end, with torch.fx as the reference.
+
+    check.py FXC WORKDIR
+
+A torchvision resnet18 goes through `python3 -m fxcpp export`; then every fxc
+command runs on the file: show (graph and code identical to torch.fx's), run
+(outputs allclose to PyTorch's), opt with --verify, draw, export-py (imported
+and run by Python), bench; and malformed input gives one line on stderr and a
+non-zero exit code.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'python'))
+sys.path.insert(0, os.path.join(HERE, '..', 'conformance'))
+
+try:
+    import torch
+    import torch.fx
+    import torchvision
+except ImportError as e:
+    print(f'check.py: {e}; skipping')
+    sys.exit(77)
+
+import normalizations  # noqa: E402
+from fxcpp import format as fxfile  # noqa: E402
+
+FXC, WORK = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def fxc(*args, expect=0):
+    p = subprocess.run([FXC, *args], capture_output=True, text=True)
+    if p.returncode != expect:
+        failures.append(f'fxc {" ".join(args)}: exit {p.returncode}, expected {expect}\n{p.stderr}')
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    path = lambda name: os.path.join(WORK, name)  # noqa: E731
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, '..', '..', 'python'))
+    subprocess.run([sys.executable, '-m', 'fxcpp', 'export', 'torchvision.models.resnet18', '-o', path('r18.fxg'),
+                    '--example', '1,3,64,64'], check=True, env=env)
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 64, 64)
+    torch.save([x], path('in.pt'))
+    gm = fxfile.load(path('r18.fxg'))
+    pairs = normalizations.normalizations([])
+
+    # show
+    check(fxc('show', path('r18.fxg'), '--graph').stdout == normalizations.apply(str(gm.graph), pairs) + '\n',
+          'fxc show --graph differs from torch.fx\'s graph')
+    check(fxc('show', path('r18.fxg'), '--code').stdout == gm.code, 'fxc show --code differs from torch.fx\'s code')
+    check('layer1_0_conv1' in fxc('show', path('r18.fxg'), '--tabular').stdout, 'fxc show --tabular')
+    check('at::Tensor' in fxc('show', path('r18.fxg'), '--cpp').stdout, 'fxc show --cpp')
+
+    # run
+    fxc('run', path('r18.fxg'), '--inputs', path('in.pt'), '--output', path('out.pt'))
+    with torch.no_grad():
+        expected = gm(x)
+    out = torch.load(path('out.pt'))
+    check(isinstance(out, list) and len(out) == 1 and torch.allclose(out[0], expected, rtol=1e-4, atol=1e-5),
+          'fxc run output differs from PyTorch\'s')
+
+    # opt: the optimized file still gives the same outputs, in fxc and in torch.fx
+    p = fxc('opt', path('r18.fxg'), '-p', 'remove_dropout,fuse,cse,dce', '-o', path('opt.fxg'), '--verify',
+            '--inputs', path('in.pt'))
+    check('modified' in p.stdout, f'fxc opt: {p.stdout}')
+    fused = fxfile.load(path('opt.fxg'))
+    check(not any(isinstance(m, torch.nn.BatchNorm2d) for m in fused.modules()), 'fxc opt left BatchNorm2d')
+    with torch.no_grad():
+        check(torch.allclose(fused(x), expected, rtol=1e-3, atol=1e-4), 'the fused file in torch.fx differs')
+
+    # draw
+    fxc('draw', path('r18.fxg'), '-o', path('r18.svg'))
+    with open(path('r18.svg')) as f:
+        check('<svg' in f.read(), 'fxc draw wrote no SVG')
+
+    # export-py: a package Python imports and runs
+    fxc('export-py', path('r18.fxg'), path('r18_py'))
+    sys.path.insert(0, WORK)
+    import r18_py  # noqa: E402
+    with torch.no_grad():
+        check(torch.allclose(r18_py.FxModule()(x), expected, rtol=1e-4, atol=1e-5), 'export-py module differs')
+
+    # bench
+    p = fxc('bench', path('r18.fxg'), '--inputs', path('in.pt'), '-n', '3', '--warmup', '1')
+    check('median' in p.stdout, f'fxc bench: {p.stdout}')
+
+    # malformed input: one line on stderr, a non-zero exit code
+    torch.save([x, x], path('two.pt'))
+    with open(path('junk.fxg'), 'w') as f:
+        f.write('not a zip')
+    for args, code, words in [
+        (('show', path('missing.fxg')), 1, 'cannot open'),
+        (('show', path('junk.fxg')), 1, 'not a GraphModule file'),
+        (('show', path('in.pt')), 1, 'not a GraphModule file'),
+        (('run', path('r18.fxg'), '--inputs', path('two.pt')), 1, 'holds 2 tensors, but the module takes 1 input (x)'),
+        (('run', path('r18.fxg')), 2, 'needs --inputs'),
+        (('opt', path('r18.fxg'), '-p', 'nope', '-o', path('x.fxg')), 1, 'nope'),
+        (('frobnicate',), 2, "no command 'frobnicate'"),
+        (('show', path('r18.fxg'), '--bogus'), 2, 'has no option --bogus'),
+    ]:
+        p = fxc(*args, expect=code)
+        lines = p.stderr.strip().splitlines()
+        check(len(lines) == 1 and words in lines[0] and lines[0].startswith('fxc: error: '),
+              f'fxc {" ".join(args)}: stderr {p.stderr!r}, expected one line with {words!r}')
+
+    if failures:
+        print('\n\n'.join(failures))
+        sys.exit(1)
+    print('fxc: all commands ok')
+
+
+main()

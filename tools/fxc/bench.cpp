@@ -1,0 +1,73 @@
+// fxc bench FILE --inputs IN.pt [-n RUNS] [--warmup N]: latency of forward.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+
+namespace fxc {
+
+namespace {
+
+// One line on stderr, redrawn; only when stderr is a terminal and the runs
+// take long enough to be worth watching.
+class ProgressBar {
+ public:
+  explicit ProgressBar(size_t total) : total_(total), shown_(is_terminal(2)) {}
+  void update(size_t done, double elapsed_s) {
+    if (!shown_ || elapsed_s < 1.0) return;
+    const int width = 30;
+    int filled = static_cast<int>(width * done / total_);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu runs", std::string(filled, '#').c_str(),
+                 std::string(width - filled, ' ').c_str(), done, total_);
+    drawn_ = true;
+  }
+  ~ProgressBar() {
+    if (drawn_) std::fprintf(stderr, "\r%s\r", std::string(60, ' ').c_str());
+  }
+
+ private:
+  size_t total_;
+  bool shown_;
+  bool drawn_ = false;
+};
+
+size_t count(const CommandLine& cl, const std::string& name, const std::string& fallback) {
+  const std::string v = cl.option_or(name, fallback);
+  try {
+    size_t used = 0;
+    long n = std::stol(v, &used);
+    if (used == v.size() && n > 0) return static_cast<size_t>(n);
+  } catch (const std::exception&) {
+  }
+  throw UsageError(name + " takes a positive number, got '" + v + "'");
+}
+
+}  // namespace
+
+int bench(const CommandLine& cl) {
+  auto gm = load_module(cl.positional(0));
+  std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
+  const size_t runs = count(cl, "-n", "100"), warmup = count(cl, "--warmup", "5");
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < warmup; ++i) gm->run(inputs);
+  std::vector<double> ms;
+  ProgressBar bar(runs);
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    gm->run(inputs);
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    bar.update(i + 1, std::chrono::duration<double>(t1 - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("%zu runs (after %zu warm-up), %d threads: min %.3f ms, median %.3f ms, max %.3f ms\n", runs, warmup,
+              at::get_num_threads(), ms.front(), ms[ms.size() / 2], ms.back());
+  return 0;
+}
+
+}  // namespace fxc
