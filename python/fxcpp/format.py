@@ -319,8 +319,22 @@ def save(module, path):
 
 # ---- load ---------------------------------------------------------------------
 
-class _Container(torch.nn.Module):
-    pass
+class _TensorUnpickler(pickle.Unpickler):
+    """Unpickles a dict of tensors and nothing else: the file can name no
+    function but the few that rebuild tensors (and LibTorch's restore_type_tag,
+    which returns its argument)."""
+    ALLOWED = {('collections', 'OrderedDict'), ('torch._utils', '_rebuild_tensor_v2'),
+               ('torch._utils', '_rebuild_parameter'), ('torch.jit._pickle', 'restore_type_tag')}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f'the tensors of a GraphModule file name {module}.{name}, which is not a '
+                                     'tensor; refusing to load it')
+
+
+class _tensors_only:  # the pickle module torch.load uses for the file's tensors
+    Unpickler = _TensorUnpickler
 
 
 def load(path):
@@ -332,7 +346,9 @@ def load(path):
         if not reader.has_record('graph.json'):
             raise LoadError(f'{path}: no graph.json record: a torch.save file, not a GraphModule file')
         top = json.loads(reader.get_record('graph.json'))
-        stored = torch.load(path)
+        # torch.load(path) would unpickle anything (torch 1.13 ignores its pickle_module argument
+        # unless weights_only, and weights_only refuses restore_type_tag): its loader, with ours.
+        stored = torch.serialization._load(reader, None, _tensors_only, encoding='utf-8')
     except (RuntimeError, ValueError, pickle.UnpicklingError) as e:
         if isinstance(e, LoadError):
             raise

@@ -6,6 +6,9 @@
     interop.py check DIR    the files fx_serialize_tests wrote (DIR/cpp) -> torch.fx:
                             same graph text and code as fxcpp printed, outputs
                             allclose to fxcpp's
+    interop.py malformed DIR  fxcpp.format.load refuses broken files with
+                            LoadError naming the position, and never imports
+                            a module outside torch, operator, math, builtins
 """
 import json
 import os
@@ -114,5 +117,81 @@ def check(root):
         sys.exit(1)
 
 
+def rewritten(src, dst, edit):
+    """A copy of the file src with its graph.json edited by edit(json object)."""
+    import pickle
+    reader = torch._C.PyTorchFileReader(src)
+    top = json.loads(reader.get_record('graph.json'))
+    edit(top)
+    text = json.dumps(top).encode()
+    with torch.serialization._open_zipfile_writer(dst) as f:
+        torch.serialization._save(torch.load(src), f, pickle, 2)
+        f.write_record('graph.json', text, len(text))
+    return dst
+
+
+def malformed(root):
+    os.makedirs(os.path.join(root, 'malformed'), exist_ok=True)
+    src = os.path.join(root, 'malformed', 'functional.fxg')
+    fxfile.save(Functional(), src)
+
+    def node(top, name):
+        return next(n for n in top['graph']['nodes'] if n['name'] == name)
+
+    def set_target(name, target):
+        return lambda top: node(top, name).__setitem__('target', target)
+
+    cases = [
+        (set_target('relu', 'os.system'), "graph.nodes[12] ('relu'): the target 'os.system' is not in one of the modules"),
+        (set_target('relu', 'torch.no_such_function'), "the target 'torch.no_such_function' does not exist"),
+        (lambda top: node(top, 'matmul')['args'].__setitem__(0, {'node': 'relu'}),
+         "graph.nodes[3] ('matmul').args[0]: refers to node 'relu', which is not defined before"),
+        (lambda top: top.__setitem__('version', 99), 'version: this fxcpp reads versions 1 to 1'),
+        (lambda top: top['tensors'][0].__setitem__('shape', [5]), "tensors[0] ('w'): declared torch.float32[5]"),
+        (lambda top: top['tensors'].pop(0), "stored but not declared: ['w']"),
+    ]
+    failures = []
+    for i, (edit, words) in enumerate(cases):
+        path = rewritten(src, os.path.join(root, 'malformed', f'case{i}.fxg'), edit)
+        try:
+            fxfile.load(path)
+            failures.append(f'case {i}: loaded')
+        except fxfile.LoadError as e:
+            if words not in str(e):
+                failures.append(f'case {i}: {e}\n  expected: {words}')
+    # A pickle that would run a command if torch.load's default unpickler read it.
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ('touch ' + os.path.join(root, 'malformed', 'pwned'),))
+
+    import pickle
+    reader = torch._C.PyTorchFileReader(src)
+    text = reader.get_record('graph.json')
+    evil = os.path.join(root, 'malformed', 'evil.fxg')
+    with torch.serialization._open_zipfile_writer(evil) as f:
+        torch.serialization._save({'w': Payload()}, f, pickle, 2)
+        f.write_record('graph.json', text, len(text))
+    try:
+        fxfile.load(evil)
+        failures.append('evil: loaded')
+    except fxfile.LoadError as e:
+        if 'refusing' not in str(e):
+            failures.append(f'evil: {e}')
+    if os.path.exists(os.path.join(root, 'malformed', 'pwned')):
+        failures.append('evil: the pickle ran a command')
+    with open(os.path.join(root, 'malformed', 'junk.fxg'), 'w') as f:
+        f.write('junk')
+    try:
+        fxfile.load(os.path.join(root, 'malformed', 'junk.fxg'))
+        failures.append('junk: loaded')
+    except fxfile.LoadError as e:
+        if 'not a GraphModule file' not in str(e):
+            failures.append(f'junk: {e}')
+    if failures:
+        print('\n'.join(failures))
+        sys.exit(1)
+    print('malformed files: all refused')
+
+
 if __name__ == '__main__':
-    {'export': export, 'check': check}[sys.argv[1]](sys.argv[2])
+    {'export': export, 'check': check, 'malformed': malformed}[sys.argv[1]](sys.argv[2])
