@@ -89,7 +89,7 @@ def main():
     sys.path.insert(0, WORK)
     import r18_py  # noqa: E402
     with torch.no_grad():
-        check(torch.allclose(r18_py.FxModule()(x), expected, rtol=1e-4, atol=1e-5), 'export-py module differs')
+        check(torch.allclose(r18_py.FxModule().eval()(x), expected, rtol=1e-4, atol=1e-5), 'export-py module differs')
 
     # bench
     p = fxc('bench', path('r18.fxg'), '--inputs', path('in.pt'), '-n', '3', '--warmup', '1')

@@ -56,10 +56,10 @@ const std::vector<Command>& commands() {
         "Writes a Python package of the module into DIR, as torch.fx's GraphModule.to_folder does.", 2,
         {"--module-name"}, {}},
        fxc::export_py},
-      {{"bench", "bench FILE --inputs IN.pt [-n RUNS] [--warmup N]",
+      {{"bench", "bench FILE --inputs IN.pt [-n RUNS] [--warmup N] [--threads N]",
         "Times forward on IN.pt: min, median and max over RUNS runs (default 100) after N warm-up\n"
-        "runs (default 5), loading excluded.",
-        1, {"--inputs", "-n", "--warmup"}, {}},
+        "runs (default 5), on N intra-op threads (default: LibTorch's), and the time loading took.",
+        1, {"--inputs", "-n", "--warmup", "--threads"}, {}},
        fxc::bench},
   };
   return c;
