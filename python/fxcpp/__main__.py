@@ -35,6 +35,7 @@ def main(argv=None):
     export.add_argument('--example', metavar='SHAPE',
                         help='record tensor_meta with ShapeProp on a random input of this shape (1,3,224,224)')
     export.add_argument('--train', action='store_true', help='keep the model in training mode (default: eval)')
+    export.add_argument('--seed', type=int, default=0, help='torch.manual_seed before the model is built (default 0)')
     imp = sub.add_parser('import', help='read a GraphModule file into torch.fx and print it')
     imp.add_argument('file')
     what = imp.add_mutually_exclusive_group()
@@ -48,6 +49,7 @@ def main(argv=None):
 
     try:
         if args.command == 'export':
+            torch.manual_seed(args.seed)  # the same random weights on every run
             model = _model(args.model)
             model.train(args.train)
             gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)

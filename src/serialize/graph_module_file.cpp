@@ -330,8 +330,7 @@ class FileReader {
         fail(where, "the " + type_of(*e.module) + " at '" + owner + "' has '" + name + "' of " +
                         detail::repr_dtype(dst.scalar_type()) + c10::str(dst.sizes()) + ", the file " +
                         detail::repr_dtype(t.scalar_type()) + c10::str(t.sizes()));
-      torch::NoGradGuard no_grad;
-      dst.copy_(t);
+      dst.set_data(t);  // the module's tensor now uses the file's storage: no copy
       return;
     }
     if (name.find('.') != std::string::npos)

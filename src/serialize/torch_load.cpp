@@ -451,8 +451,15 @@ class Unpickler {
       fail("record " + record + " has " + std::to_string(nbytes) + " bytes for " + std::to_string(numel) +
            " " + c10::toString(dtype) + " elements");
     ObjPtr o = make(Obj::kStorage);
-    o->tensor = at::empty({numel}, at::TensorOptions().dtype(dtype));
-    if (nbytes) std::memcpy(o->tensor.data_ptr(), data.get(), nbytes);
+    if (nbytes == 0) {
+      o->tensor = at::empty({numel}, at::TensorOptions().dtype(dtype));
+    } else {
+      // The record's own buffer (CPU-allocator memory, so aligned) becomes the
+      // storage: no second copy of every weight.
+      auto buffer = std::make_shared<at::DataPtr>(std::move(data));
+      o->tensor = at::from_blob(
+          buffer->get(), {numel}, [buffer](void*) mutable { buffer.reset(); }, at::TensorOptions().dtype(dtype));
+    }
     storages_[key] = o;
     return o;
   }

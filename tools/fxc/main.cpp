@@ -39,11 +39,11 @@ const std::vector<Command>& commands() {
         "the outputs to OUT.pt as a list of tensors (torch.load reads it), or prints their shapes.",
         1, {"--inputs", "--output"}, {}},
        fxc::run},
-      {{"opt", "opt FILE -p PASS[,PASS...] -o OUT [--inputs IN.pt] [--verify]",
+      {{"opt", "opt FILE -p PASS[,PASS...] -o OUT [--inputs IN.pt] [--verify [--rtol R] [--atol A]]",
         "Runs the passes in order (linting after each) and writes the result to OUT. --verify\n"
-        "checks after each pass that the outputs on IN.pt stay allclose, and names the pass that\n"
-        "changed them. shape_prop needs --inputs. The passes:\n",
-        1, {"-p", "-o", "--inputs"}, {"--verify"}},
+        "checks after each pass that the outputs on IN.pt stay allclose (rtol 1e-4, atol 1e-5 by\n"
+        "default), and names the pass that changed them. shape_prop needs --inputs. The passes:\n",
+        1, {"-p", "-o", "--inputs", "--rtol", "--atol"}, {"--verify"}},
        fxc::opt},
       {{"draw", "draw FILE -o GRAPH.svg|png|dot",
         "Draws the graph with Graphviz (FxGraphDrawer's picture; shapes when the file has tensor_meta).",
