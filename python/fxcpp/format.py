@@ -24,9 +24,10 @@ from . import modules as module_specs
 FORMAT = 'fxcpp.GraphModule'
 VERSION = 1
 CONTAINERS = ('torch.nn.Module', 'torch.nn.Sequential', 'torch.nn.ModuleList', 'torch.nn.ModuleDict')
-# The Python modules a call_function target may come from. Loading a file
-# imports nothing else.
-TARGET_MODULES = ('torch', 'operator', 'math', 'builtins', '_operator')
+# The Python modules a call_function target may come from (torchvision for the
+# functions it wraps for torch.fx, such as torchvision.ops.stochastic_depth).
+# Loading a file imports nothing else.
+TARGET_MODULES = ('torch', 'operator', 'math', 'builtins', '_operator', 'torchvision')
 
 
 class LoadError(ValueError):
@@ -51,7 +52,7 @@ def arg_to_json(a, where):
         return {'node': a.name}
     if type(a) is tuple:
         return {'tuple': [arg_to_json(x, f'{where}[{i}]') for i, x in enumerate(a)]}
-    if type(a) is list:
+    if isinstance(a, list):  # torch.fx keeps lists as immutable_list
         return [arg_to_json(x, f'{where}[{i}]') for i, x in enumerate(a)]
     if isinstance(a, dict):
         for k in a:

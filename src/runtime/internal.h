@@ -33,6 +33,7 @@ void register_functional(Adapters& a);            // functional.cpp
 void register_tensor_methods(Adapters& a);        // tensor_methods.cpp
 void register_builtins(Adapters& a);              // builtins.cpp
 void register_torch_functions(Adapters& a);       // torch_functions.cpp
+void register_torchvision_ops(Adapters& a);       // torchvision_ops.cpp
 
 // ---- ATen ------------------------------------------------------------------
 // All dispatcher overloads of `qualified` ("aten::add"); empty when none.

@@ -57,6 +57,7 @@ struct Registry {
     register_tensor_methods(adapters);
     register_builtins(adapters);
     register_torch_functions(adapters);
+    register_torchvision_ops(adapters);
     index_ops();
   }
   void index_ops() {

@@ -8,7 +8,7 @@
                             allclose to fxcpp's
     interop.py malformed DIR  fxcpp.format.load refuses broken files with
                             LoadError naming the position, and never imports
-                            a module outside torch, operator, math, builtins
+                            a module outside torch, torchvision, operator, math, builtins
 """
 import json
 import os
