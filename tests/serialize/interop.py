@@ -54,6 +54,13 @@ def models():
     yield 'functional', Functional(), [torch.randn(3, 4), 2.0]
     yield 'resnet18', torchvision.models.resnet18(), [image]
     yield 'mobilenet_v2', torchvision.models.mobilenet_v2(), [image]
+    # An ATen-level graph: what make_fx captures (targets torch.ops.aten.*).
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def linear_relu_sum(x, w):
+        return torch.nn.functional.linear(x, w).relu().sum(dim=1)
+    x, w = torch.randn(3, 4), torch.randn(5, 4)
+    yield 'make_fx', make_fx(linear_relu_sum)(x, w), [x, w]
 
 
 def flat(out):
@@ -69,7 +76,7 @@ def export(root):
     pairs = normalizations.normalizations([])
     for name, model, inputs in models():
         model.eval()
-        gm = torch.fx.symbolic_trace(model)
+        gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
         ShapeProp(gm).propagate(*inputs)
         base = os.path.join(root, 'py', name)
         fxfile.save(gm, base + '.fxg')

@@ -57,7 +57,7 @@ TEST_P(FromTorchFx, LoadsWithTheSameTextAndOutputs) {
     EXPECT_TRUE(torch::allclose(outputs[i], io.at("out." + std::to_string(i)), 1e-4, 1e-5)) << "output " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx, testing::Values("functional", "resnet18", "mobilenet_v2"));
+INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx, testing::Values("functional", "resnet18", "mobilenet_v2", "make_fx"));
 
 // fxcpp's graph text, code, inputs and outputs beside its file, for interop.py check.
 void write_for_python(const std::string& name, fx::GraphModule& gm, const std::vector<at::Tensor>& inputs) {
