@@ -2,7 +2,7 @@
 // fx::LoadError; nothing else escapes, nothing crashes (this test runs under
 // ASan and UBSan too). The mutations are random but seeded, so a failure
 // reproduces. Files that once broke the loader are kept in
-// fuzz_corpus/ and load here first.
+// fuzz_corpus/ and load here too.
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
 #include <fx/nn.h>
