@@ -325,9 +325,9 @@ class FileReader {
       for (auto& b : e.module->named_buffers(true))
         if (b.key() == name) dst = b.value();
       if (!dst.defined())
-        fail(where, "the " + type_of(*e.module) + " at '" + owner + "' has no tensor '" + name + "'");
+        fail(where, "the " + detail::type_of(*e.module) + " at '" + owner + "' has no tensor '" + name + "'");
       if (dst.sizes() != t.sizes() || dst.scalar_type() != t.scalar_type())
-        fail(where, "the " + type_of(*e.module) + " at '" + owner + "' has '" + name + "' of " +
+        fail(where, "the " + detail::type_of(*e.module) + " at '" + owner + "' has '" + name + "' of " +
                         detail::repr_dtype(dst.scalar_type()) + c10::str(dst.sizes()) + ", the file " +
                         detail::repr_dtype(t.scalar_type()) + c10::str(t.sizes()));
       dst.set_data(t);  // the module's tensor now uses the file's storage: no copy
@@ -343,11 +343,6 @@ class FileReader {
       fm->register_attribute(name, t);
     else
       fail(where + ".kind", "expected \"parameter\", \"buffer\" or \"attribute\", got \"" + kind + "\"");
-  }
-
-  std::string type_of(const torch::nn::Module& m) const {
-    const auto* fm = dynamic_cast<const Module*>(&m);
-    return fm ? fm->type_name() : detail::type_of(m);
   }
 
   static std::pair<std::string, std::string> split(const std::string& path) {
