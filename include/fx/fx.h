@@ -2,6 +2,7 @@
 // fxcpp: PyTorch FX in C++. This header includes the whole public API.
 
 #include <fx/argument.h>
+#include <fx/capture.h>
 #include <fx/error.h>
 #include <fx/graph.h>
 #include <fx/graph_module.h>

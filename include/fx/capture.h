@@ -1,0 +1,88 @@
+#pragma once
+// fx::capture: an ATen-level graph of any LibTorch code, forward and
+// backward (what torch.fx.experimental.proxy_tensor.make_fx does in Python).
+//
+// The code runs once on the example inputs, unchanged: stock torch::nn
+// modules, free functions over torch::Tensor, fx::Module models, a training
+// step that calls loss.backward(). Every ATen operator call that reaches the
+// dispatcher becomes a call_function node whose target is the overload
+// (`torch.ops.aten.addmm.default`); the inputs become placeholders
+// (`arg0_1`, ...), the parameters and buffers of `root` get_attr nodes named
+// by their path, other tensors `_tensor_constant0`-style attributes, and the
+// output keeps the structure the function returns. docs/capture.md says how
+// it works and where it differs from make_fx.
+//
+// What the code computes from tensor data in C++ (a size read with
+// `x.size(0)`, a branch on `x.item<float>()`) is specialized: the graph holds
+// this run's path. Operators whose result is data itself (item, nonzero, ...)
+// are rejected with fx::TraceError unless allow_data_dependent is set.
+
+#include <fx/graph_module.h>
+
+#include <ATen/core/ivalue.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace fx {
+
+class Module;
+
+struct CaptureOptions {
+  // The names of the inputs: input i becomes placeholder `<name>_1`, as
+  // make_fx names a function's parameters. Default: arg0, arg1, ...
+  std::vector<std::string> input_names;
+  // Run CompositeImplicitAutograd operators (matmul, dropout, batch_norm,
+  // ...) as their decompositions and record what they call, as make_fx does;
+  // false records them as called.
+  bool decompose = true;
+  // Record in-place and out= operators as their out-of-place equivalents
+  // (add_ -> add) and write updates of inputs and attributes back with
+  // copy_ before the output. Without it, an in-place update of an input is
+  // an fx::TraceError.
+  bool functionalize = false;
+  // Record operators whose result depends on tensor data (item, nonzero,
+  // unique, ...) as they ran, specializing the graph on this run. Without
+  // it they are an fx::TraceError naming the operator.
+  bool allow_data_dependent = false;
+  // meta["stack_trace"] on every node: the C++ frames of the code that
+  // called the operator (slow: a backtrace per operator).
+  bool record_stack_traces = false;
+  std::string class_name = "GraphModule";
+};
+
+using CaptureFunction = std::function<c10::IValue(const std::vector<c10::IValue>&)>;
+
+// Captures `fn` run on `example_inputs` (tensors, or lists/tuples of
+// tensors). Tensors that fn reads but did not receive become attributes:
+// `_param_constant<i>` for leaves that require grad (parameters), else
+// `_tensor_constant<i>`.
+std::unique_ptr<GraphModule> capture(const CaptureFunction& fn, const std::vector<c10::IValue>& example_inputs,
+                                     const CaptureOptions& options = {});
+
+// The same, with the parameters and buffers of `root` (found by identity)
+// read through get_attr nodes named by their path (`layer1.0.conv1.weight`).
+std::unique_ptr<GraphModule> capture(torch::nn::Module& root, const CaptureFunction& fn,
+                                     const std::vector<c10::IValue>& example_inputs,
+                                     const CaptureOptions& options = {});
+
+// An fx::Module's forward, run eagerly; inputs are named after forward's
+// parameters unless options name them.
+std::unique_ptr<GraphModule> capture(Module& module, const std::vector<c10::IValue>& example_inputs,
+                                     CaptureOptions options = {});
+
+// A training step as one joint graph: `step` runs forward, a loss and
+// loss.backward(); the graph returns `(result, grads)`, where grads is a
+// dict from the path of each parameter of `root` that received a gradient to
+// that gradient. The parameters' .grad() are left as they were before.
+std::unique_ptr<GraphModule> capture_training_step(torch::nn::Module& root, const CaptureFunction& step,
+                                                   const std::vector<c10::IValue>& example_inputs,
+                                                   const CaptureOptions& options = {});
+
+}  // namespace fx

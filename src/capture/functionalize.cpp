@@ -1,0 +1,141 @@
+// CaptureOptions::functionalize: in-place and out= operators recorded as
+// their out-of-place equivalents, updates of inputs and attributes written
+// back with copy_ before the output.
+#include "recorder.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace fx::capture_detail {
+
+namespace {
+
+// The arguments an out-of-place equivalent takes: all of them for an
+// in-place operator (`self` is read, then written), all but the keyword-only
+// outputs for an out= operator.
+std::vector<const c10::Argument*> read_arguments(const c10::FunctionSchema& s) {
+  std::vector<const c10::Argument*> out;
+  for (const auto& a : s.arguments())
+    if (!(writes(a) && a.kwarg_only())) out.push_back(&a);
+  return out;
+}
+
+bool has_writes(const c10::FunctionSchema& s) {
+  for (const auto& a : s.arguments())
+    if (writes(a)) return true;
+  return false;
+}
+
+bool same_arguments(const std::vector<const c10::Argument*>& read, const c10::FunctionSchema& candidate) {
+  const auto& args = candidate.arguments();
+  if (args.size() != read.size()) return false;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name() != read[i]->name() || *args[i].type() != *read[i]->type()) return false;
+  return true;
+}
+
+}  // namespace
+
+const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::vector<c10::OperatorName>> overloads;  // by operator name
+  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> found;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (overloads.empty())
+    for (const auto& name : c10::Dispatcher::singleton().getAllOpNames()) overloads[name.name].push_back(name);
+
+  const c10::FunctionSchema& s = op.schema();
+  auto [it, inserted] = found.try_emplace(op.operator_name());
+  if (!inserted) return it->second ? &*it->second : nullptr;
+
+  // add_ -> add (not _foo, whose underscore is a prefix); add.out -> add.
+  std::string base = s.name();
+  const size_t colons = base.find("::");
+  const bool inplace = base.back() == '_' && base.size() > colons + 3;
+  if (inplace) base.pop_back();
+  const auto read = read_arguments(s);
+  auto candidates = overloads.find(base);
+  if (candidates == overloads.end()) return nullptr;
+  for (const auto& name : candidates->second) {
+    auto handle = c10::Dispatcher::singleton().findOp(name);
+    if (!handle || !handle->hasSchema() || has_writes(handle->schema())) continue;
+    if (!same_arguments(read, handle->schema())) continue;
+    // An in-place operator's own overload name first (add_.Tensor -> add.Tensor).
+    if (!it->second || name.overload_name == s.overload_name()) it->second = *handle;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                                     torch::jit::Stack* stack, size_t first) {
+  const c10::FunctionSchema& s = op.schema();
+  const auto& formals = s.arguments();
+  std::vector<size_t> written;
+  for (size_t i = 0; i < formals.size(); ++i)
+    if (writes(formals[i]) && (*stack)[first + i].isTensor()) written.push_back(i);
+  if (written.empty()) return false;
+
+  const c10::OperatorHandle* functional = functional_variant(op);
+  const std::string name = s.name() + (s.overload_name().empty() ? "" : "." + s.overload_name());
+  if (!functional)
+    fail(name + " updates its argument '" + formals[written[0]].name() +
+         "' in place and has no out-of-place overload to record instead; functionalize cannot record it");
+  if (functional->schema().returns().size() != written.size())
+    fail(name + " writes " + std::to_string(written.size()) + " tensors but its out-of-place overload returns " +
+         std::to_string(functional->schema().returns().size()) + "; functionalize cannot pair them");
+
+  // Which tensors get updated, and what each stood for before the update.
+  struct Update {
+    at::Tensor tensor;
+    Node* before;
+  };
+  std::vector<Update> updates;
+  for (size_t i : written) {
+    const at::Tensor& t = (*stack)[first + i].toTensor();
+    if (aliased_.count(t.unsafeGetTensorImpl()))
+      fail(name + " updates '" + formals[i].name() +
+           "', a view of another tensor or a tensor with views, in place; functionalize records updates of "
+           "tensors without views only (the other views would not see the update). Update a copy instead");
+    updates.push_back({t, node_of(t)});
+  }
+
+  // The out-of-place call on the same arguments, matched by name.
+  torch::jit::Stack call;
+  for (const auto& a : functional->schema().arguments())
+    for (size_t i = 0; i < formals.size(); ++i)
+      if (formals[i].name() == a.name()) call.push_back((*stack)[first + i]);
+  Node* node = create_call(*functional, call, 0, std::vector<bool>(call.size(), false));
+
+  redispatch(op, keys, stack);  // the real update, so that eager values stay right
+
+  for (size_t k = 0; k < updates.size(); ++k) {
+    const at::Tensor& t = updates[k].tensor;
+    Node* before = updates[k].before;
+    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    if (!mutated_set_.count(impl)) {
+      // An input or an attribute: its final value is written back.
+      if (before && before->op() == Op::placeholder) {
+        mutated_.push_back({WeakImpl(t.getIntrusivePtr()), before, ""});
+        mutated_set_.insert(impl);
+      } else if (!before) {
+        auto root = root_tensors_.find(impl);
+        auto constant = constants_.find(impl);
+        std::string path = root != root_tensors_.end() ? root->second.path : constant->second.path;
+        mutated_.push_back({WeakImpl(t.getIntrusivePtr()), nullptr, path});
+        mutated_set_.insert(impl);
+      }
+    }
+    bind(t, updates.size() == 1 ? node : getitem(node, static_cast<int64_t>(k)));
+  }
+  return true;
+}
+
+void Recorder::write_back_mutations() {
+  for (const Mutated& m : mutated_) {
+    Node* latest = tracked_.at(m.impl._unsafe_get_target()).node;
+    Node* dest = m.original ? m.original : graph_->get_attr(m.attribute);
+    graph_->create_node(Op::call_function, "torch.ops.aten.copy_.default", {dest, latest}, {}, "copy_");
+  }
+}
+
+}  // namespace fx::capture_detail

@@ -1,0 +1,148 @@
+#pragma once
+// The state of one capture: the graph being built, which node each live
+// tensor is, and the attributes the graph reads. dispatch_mode.cpp feeds it
+// every operator call; capture.cpp sets it up and turns it into a
+// GraphModule.
+
+#include <fx/capture.h>
+#include <fx/graph.h>
+#include <fx/graph_module.h>
+#include <fx/tree_spec.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace fx::capture_detail {
+
+// The dispatch keys whose boxed fallback sees every operator call while a
+// capture runs (docs/capture.md says why these). Below Autograd, as make_fx's
+// Python mode: the calls autograd makes (the clone it saves before an
+// in-place operator, the backward's operators) are seen, CompositeImplicit-
+// Autograd operators arrive decomposed. Above Autograd: every call as the
+// code made it, composite operators included (CaptureOptions::decompose off).
+constexpr c10::DispatchKey kBelowAutogradKey = c10::DispatchKey::Fake;
+constexpr c10::DispatchKey kAboveAutogradKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
+
+// A weak reference pins a TensorImpl's address (the object, not the
+// tensor's storage, stays allocated), so a freed tensor's address is never
+// mistaken for a new tensor's; and it leaves use_count() alone, which
+// autograd's AccumulateGrad looks at.
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+// True for an argument the operator writes (`Tensor(a!)`).
+inline bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
+
+class Recorder {
+ public:
+  Recorder(const CaptureOptions& options, torch::nn::Module* root);
+
+  Graph& graph() { return *graph_; }
+  // The key this capture's fallback is on.
+  c10::DispatchKey key() const { return key_; }
+
+  // Placeholders for the inputs: `<name>_1` for a tensor; a list or tuple
+  // of tensors is flattened into `<name>_1`, `<name>_2`, ... and the graph
+  // keeps the structure (PyTreeInfo), as make_fx does.
+  void add_inputs(const std::vector<std::string>& names, const std::vector<c10::IValue>& inputs);
+
+  // The dispatcher's view of one operator call: records it, runs it, and
+  // binds its outputs to the nodes that stand for them.
+  void on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
+
+  // Writes back updates of inputs and attributes (functionalize) and makes
+  // the output node: `result`, or `(result, {path: grad, ...})` with grads.
+  void finish(const c10::IValue& result, const std::vector<std::pair<std::string, at::Tensor>>* grads = nullptr);
+
+  // The attributes the graph's get_attr nodes name.
+  std::map<std::string, GraphModule::Attr> take_attributes() { return std::move(attrs_); }
+  std::unique_ptr<Graph> take_graph() { return std::move(graph_); }
+
+ private:
+  struct Tracked {
+    WeakImpl impl;
+    Node* node;
+  };
+  struct RootTensor {
+    WeakImpl impl;
+    std::string path;
+    bool parameter = false;
+  };
+
+  Argument tensor_argument(const at::Tensor& t);
+  Argument to_argument(const c10::IValue& v, const c10::TypePtr& type);
+  Argument output_argument(const c10::IValue& v, std::vector<Argument>* leaves, TreeSpec* spec);
+  Node* placeholder(const std::string& name, const at::Tensor& t, size_t position);
+  Node* node_of(const at::Tensor& t) const;
+  void bind(const at::Tensor& t, Node* n);
+  void bind_outputs(Node* n, const torch::jit::Stack& outputs, size_t first, size_t count);
+  Node* getitem(Node* n, int64_t index);
+  std::string constant_name(const at::Tensor& t);
+
+  void check_data_dependent(const c10::OperatorHandle& op);
+  void check_mutations(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first);
+  bool record_functionalized(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack,
+                             size_t first);
+  void record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack, size_t first);
+  void redispatch(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
+  Node* create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first,
+                    const std::vector<bool>& skip);
+  void write_back_mutations();
+  [[noreturn]] void fail(const std::string& message) const;
+  std::string describe(const Node* n) const;
+
+  CaptureOptions options_;
+  c10::DispatchKey key_;
+  std::unique_ptr<Graph> graph_;
+  bool structured_ = false;  // some input is a list or tuple
+  std::unordered_map<const c10::TensorImpl*, Tracked> tracked_;
+  // Autograd saves a forward output as a shallow copy (a new TensorImpl on
+  // the same storage, made without an operator call) and hands that copy to
+  // the backward operators. A tensor that is not tracked but has exactly the
+  // storage, offset, sizes, strides and dtype of a tracked one is the same
+  // value; the latest binding wins.
+  struct View {
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // pins the address, as WeakImpl does
+    Node* node;
+    int64_t offset;
+    c10::SmallVector<int64_t, 5> sizes, strides;
+    c10::ScalarType dtype;
+  };
+  std::unordered_map<const c10::StorageImpl*, std::vector<View>> by_storage_;
+  std::unordered_map<const c10::TensorImpl*, RootTensor> root_tensors_;
+  std::unordered_map<const c10::TensorImpl*, RootTensor> constants_;
+  std::map<std::string, GraphModule::Attr> attrs_;
+  int param_constants_ = 0;
+  int tensor_constants_ = 0;
+  // Operators being run as their decompositions, outermost first: an error
+  // names the operator the user called.
+  std::vector<const c10::OperatorHandle*> decomposing_;
+  // Tensors that are views of other tensors, or have views (functionalize
+  // refuses to update them: the other aliases would not see the update).
+  std::unordered_set<const c10::TensorImpl*> aliased_;
+  // Inputs and attributes updated in place under functionalize, in the
+  // order of their first update: written back before the output.
+  struct Mutated {
+    WeakImpl impl;
+    Node* original;           // the placeholder, or nullptr for an attribute
+    std::string attribute;    // the attribute's path
+  };
+  std::vector<Mutated> mutated_;
+  std::unordered_set<const c10::TensorImpl*> mutated_set_;
+};
+
+// Runs `body` with `recorder` receiving every operator call on this thread.
+// Throws fx::Error if a capture is already running on this thread.
+void run_recording(Recorder& recorder, const std::function<void()>& body);
+
+// The out-of-place operator that computes what `op` (in-place or out=)
+// writes, or nullptr: add_.Tensor -> add.Tensor, add.out -> add.Tensor.
+const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
+
+}  // namespace fx::capture_detail

@@ -1,0 +1,241 @@
+// fx::capture's behaviour on its own: options, errors, training steps, and
+// captured graphs as ordinary graphs (passes, files).
+#include <fx/capture.h>
+#include <fx/error.h>
+#include <fx/graph_module_file.h>
+#include <fx/passes/cse.h>
+#include <fx/passes/dead_code_elimination.h>
+#include <fx/value.h>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+namespace {
+
+using Inputs = std::vector<c10::IValue>;
+
+fx::CaptureOptions with(const std::function<void(fx::CaptureOptions&)>& set) {
+  fx::CaptureOptions o;
+  set(o);
+  return o;
+}
+
+struct Net : torch::nn::Module {
+  torch::nn::Linear fc{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};
+  Net() {
+    fc = register_module("fc", torch::nn::Linear(4, 3));
+    bn = register_module("bn", torch::nn::BatchNorm1d(3));
+  }
+  at::Tensor forward(const at::Tensor& x) { return torch::relu(bn(fc(x))); }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const fx::TraceError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no fx::TraceError";
+  return "";
+}
+
+TEST(Capture, RecordsOverloadsPlaceholdersAndParametersByPath) {
+  auto net = std::make_shared<Net>();
+  auto gm = fx::capture(*net, [&](const Inputs& in) -> c10::IValue { return net->forward(in[0].toTensor()); },
+                        {torch::randn({2, 4})}, with([](fx::CaptureOptions& o) { o.input_names = {"x"}; }));
+  const std::string& code = gm->code();
+  EXPECT_NE(code.find("def forward(self, x_1):"), std::string::npos) << code;
+  EXPECT_NE(code.find("fc_weight = self.fc.weight"), std::string::npos) << code;
+  EXPECT_NE(code.find("addmm = torch.ops.aten.addmm.default(fc_bias, x_1, t)"), std::string::npos) << code;
+  EXPECT_NE(code.find("torch.ops.aten.native_batch_norm.default(addmm, bn_weight, bn_bias, bn_running_mean, "
+                      "bn_running_var, True, 0.1, 1e-05)"),
+            std::string::npos)
+      << code;
+  // The graph module shares the module's tensors.
+  EXPECT_TRUE(gm->get_tensor("fc.weight").is_same(net->fc->weight));
+}
+
+TEST(Capture, RunsLikeTheCode) {
+  auto net = std::make_shared<Net>();
+  net->eval();
+  auto x = torch::randn({5, 4});
+  auto gm = fx::capture(*net, [&](const Inputs& in) -> c10::IValue { return net->forward(in[0].toTensor()); }, {x});
+  auto y = torch::randn({7, 4});
+  EXPECT_TRUE(torch::allclose(gm->run({y}).toTensor(), net->forward(y)));
+}
+
+TEST(Capture, TensorsFromOutsideBecomeConstants) {
+  auto w = torch::randn({3, 3}, torch::requires_grad());
+  auto c = torch::randn({3});
+  auto gm = fx::capture([&](const Inputs& in) -> c10::IValue { return in[0].toTensor().matmul(w) + c; },
+                        {torch::randn({2, 3})});
+  EXPECT_NE(gm->code().find("_param_constant0 = self._param_constant0"), std::string::npos) << gm->code();
+  EXPECT_NE(gm->code().find("_tensor_constant0 = self._tensor_constant0"), std::string::npos) << gm->code();
+}
+
+TEST(Capture, DecomposeFalseKeepsCompositeOperators) {
+  auto f = [](const Inputs& in) -> c10::IValue { return torch::matmul(in[0].toTensor(), in[1].toTensor()); };
+  Inputs inputs{torch::randn({2, 3}), torch::randn({3, 4})};
+  EXPECT_NE(fx::capture(f, inputs)->code().find("torch.ops.aten.mm.default(arg0_1, arg1_1)"), std::string::npos);
+  EXPECT_NE(fx::capture(f, inputs, with([](fx::CaptureOptions& o) { o.decompose = false; }))->code().find("torch.ops.aten.matmul.default"),
+            std::string::npos);
+}
+
+TEST(Capture, DataDependentOperatorsAreRefusedByName) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    return x.sum().item<float>() > 0 ? x : -x;
+  };
+  std::string msg = message_of([&] { fx::capture(f, {torch::randn({3})}); });
+  EXPECT_NE(msg.find("aten::_local_scalar_dense reads tensor data"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("allow_data_dependent"), std::string::npos) << msg;
+  auto nz = [](const Inputs& in) -> c10::IValue { return torch::nonzero(in[0].toTensor()); };
+  EXPECT_NE(message_of([&] { fx::capture(nz, {torch::randn({3})}); }).find("aten::nonzero"), std::string::npos);
+  // Allowed: recorded as run, and the branch taken is the graph.
+  auto gm = fx::capture(f, {torch::ones({3})}, with([](fx::CaptureOptions& o) { o.allow_data_dependent = true; }));
+  EXPECT_NE(gm->code().find("_local_scalar_dense"), std::string::npos) << gm->code();
+}
+
+TEST(Capture, InPlaceUpdateOfAnInputIsRefusedUnlessFunctionalized) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    x.add_(1);
+    auto y = x * x;
+    y.relu_();
+    return y;
+  };
+  std::string msg = message_of([&] { fx::capture(f, {torch::randn({3})}); });
+  EXPECT_NE(msg.find("aten::add_.Scalar updates input 'arg0_1' in place"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("functionalize"), std::string::npos) << msg;
+
+  auto x = torch::randn({3});
+  auto gm = fx::capture(f, {x.clone()}, with([](fx::CaptureOptions& o) { o.functionalize = true; }));
+  EXPECT_EQ(gm->code(),
+            "\n\n\ndef forward(self, arg0_1):\n"
+            "    add = torch.ops.aten.add.Scalar(arg0_1, 1)\n"
+            "    mul = torch.ops.aten.mul.Tensor(add, add)\n"
+            "    relu = torch.ops.aten.relu.default(mul);  mul = None\n"
+            "    copy_ = torch.ops.aten.copy_.default(arg0_1, add);  arg0_1 = add = None\n"
+            "    return relu\n    ");
+  // Running it updates the input as the code does.
+  auto a = x.clone(), b = x.clone();
+  auto want = f({a}).toTensor();
+  auto got = gm->run({b}).toTensor();
+  EXPECT_TRUE(torch::allclose(got, want));
+  EXPECT_TRUE(torch::allclose(a, b));
+}
+
+TEST(Capture, FunctionalizeRefusesUpdatesThroughViews) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor() * 2;
+    y.select(0, 0).add_(1);
+    return y;
+  };
+  std::string msg = message_of([&] { fx::capture(f, {torch::randn({3, 2})}, with([](fx::CaptureOptions& o) { o.functionalize = true; })); });
+  EXPECT_NE(msg.find("a view of another tensor"), std::string::npos) << msg;
+}
+
+TEST(Capture, BadInputsAndThrowingFunctions) {
+  auto id = [](const Inputs& in) { return in[0]; };
+  std::string msg;
+  try {
+    fx::capture(id, {c10::IValue(3)});
+  } catch (const fx::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("input 0 ('arg0') is a Int"), std::string::npos) << msg;
+
+  auto throws = [](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    return x.mm(x);  // (2,3) x (2,3): LibTorch throws
+  };
+  msg = message_of([&] { fx::capture(throws, {torch::randn({2, 3})}); });
+  EXPECT_NE(msg.find("the captured function threw"), std::string::npos) << msg;
+
+  auto nested = [&](const Inputs& in) -> c10::IValue {
+    fx::capture(id, in);
+    return in[0];
+  };
+  try {
+    fx::capture(nested, {torch::randn({2})});
+    ADD_FAILURE() << "nested capture accepted";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already running"), std::string::npos) << e.what();
+  }
+  // Capture still works after the failures.
+  EXPECT_NO_THROW(fx::capture(id, {torch::randn({2})}));
+}
+
+TEST(Capture, OtherThreadsAreNotRecorded) {
+  at::Tensor from_thread;
+  auto f = [&](const Inputs& in) -> c10::IValue {
+    std::thread t([&] { from_thread = torch::ones({2}) * 3; });
+    t.join();
+    return in[0].toTensor() + from_thread;
+  };
+  auto gm = fx::capture(f, {torch::randn({2})});
+  EXPECT_EQ(gm->code().find("ones"), std::string::npos) << gm->code();
+  EXPECT_NE(gm->code().find("_tensor_constant0"), std::string::npos) << gm->code();
+}
+
+TEST(Capture, StructuredInputsKeepTheirStructure) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto xs = in[0].toTensorList();
+    return c10::ivalue::Tuple::create({xs.get(0) * xs.get(1), xs.get(0)});
+  };
+  auto a = torch::randn({2}), b = torch::randn({2});
+  auto gm = fx::capture(f, {c10::List<at::Tensor>({a, b})}, with([](fx::CaptureOptions& o) { o.input_names = {"xs"}; }));
+  EXPECT_NE(gm->code().find("xs_1, xs_2, = fx_pytree.tree_flatten_spec([xs], self._in_spec)"), std::string::npos)
+      << gm->code();
+  fx::Value out = gm->forward({fx::Value::list({a, b})});
+  EXPECT_TRUE(torch::allclose(out.items()[0].ivalue().toTensor(), a * b));
+}
+
+TEST(Capture, TrainingStepGivesTheGradientsOfBackward) {
+  torch::manual_seed(0);
+  auto net = std::make_shared<Net>();
+  auto x = torch::randn({4, 4});
+  auto step = [&](const Inputs& in) -> c10::IValue {
+    auto loss = net->forward(in[0].toTensor()).pow(2).sum();
+    loss.backward();
+    return loss;
+  };
+  auto gm = fx::capture_training_step(*net, step, {x});
+  for (const auto& p : net->parameters()) EXPECT_FALSE(p.grad().defined()) << "grads are restored";
+  EXPECT_NE(gm->code().find("threshold_backward"), std::string::npos) << gm->code();
+
+  auto out = gm->run({x});
+  auto loss = step({x}).toTensor();  // eager, filling .grad()
+  const auto& items = out.toTupleRef().elements();
+  EXPECT_TRUE(torch::allclose(items[0].toTensor(), loss, 1e-4, 1e-5));
+  auto grads = items[1].toGenericDict();
+  ASSERT_EQ(grads.size(), 4u);
+  for (const auto& p : net->named_parameters())
+    EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
+}
+
+TEST(Capture, CapturedGraphsAreOrdinaryGraphs) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    auto a = torch::relu(x), b = torch::relu(x);
+    torch::sigmoid(x);  // unused
+    return a + b;
+  };
+  auto x = torch::randn({3});
+  auto gm = fx::capture(f, {x});
+  fx::passes::cse(*gm);
+  fx::passes::eliminate_dead_code(*gm);
+  EXPECT_EQ(gm->code(),
+            "\n\n\ndef forward(self, arg0_1):\n"
+            "    relu = torch.ops.aten.relu.default(arg0_1);  arg0_1 = None\n"
+            "    add = torch.ops.aten.add.Tensor(relu, relu);  relu = None\n"
+            "    return add\n    ");
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  EXPECT_EQ(loaded->code(), gm->code());
+  EXPECT_TRUE(torch::allclose(loaded->run({x}).toTensor(), f({x}).toTensor()));
+}
+
+}  // namespace

@@ -1,0 +1,145 @@
+// The programs of programs.py, written in C++ and captured with fx::capture:
+// each graph's text and code goes into actual.json, which compare.py checks
+// against make_fx's (expected.json); and each captured graph, run, gives
+// what the program gives eagerly.
+#include <fx/capture.h>
+#include <fx/models/mobilenetv2.h>
+#include <fx/models/resnet.h>
+#include <fx/nn.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <fstream>
+
+namespace {
+
+using Inputs = std::vector<c10::IValue>;
+
+nlohmann::json& actual() {
+  static nlohmann::json j = nlohmann::json::object();
+  return j;
+}
+
+struct WriteActual : testing::Environment {
+  void TearDown() override { std::ofstream(FXCPP_CAPTURE_ACTUAL) << actual().dump(1); }
+};
+const auto* const write_actual = testing::AddGlobalTestEnvironment(new WriteActual);
+
+// Flattens tensors out of nested tuples/lists, in order.
+void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) out.push_back(v.toTensor());
+  else if (v.isTuple())
+    for (const auto& e : v.toTupleRef().elements()) flatten(e, out);
+  else if (v.isList())
+    for (const auto& e : v.toListRef()) flatten(e, out);
+}
+
+void expect_same_values(const c10::IValue& got, const c10::IValue& want) {
+  std::vector<at::Tensor> g, w;
+  flatten(got, g);
+  flatten(want, w);
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_TRUE(torch::allclose(g[i], w[i], 1e-4, 1e-5)) << "output " << i;
+}
+
+// Captures, records the text, and checks the graph computes what fn does.
+void check(const std::string& name, torch::nn::Module* root, const fx::CaptureFunction& fn, const Inputs& inputs) {
+  torch::manual_seed(0);
+  fx::CaptureOptions options;
+  options.input_names = {"x", "y"};
+  options.input_names.resize(inputs.size());
+  auto gm = root ? fx::capture(*root, fn, inputs, options) : fx::capture(fn, inputs, options);
+  actual()[name] = {{"graph", gm->graph().to_string()}, {"code", gm->code()}};
+  // The same random numbers (dropout) for both runs.
+  torch::manual_seed(1);
+  c10::IValue want = fn(inputs);
+  torch::manual_seed(1);
+  expect_same_values(gm->run(inputs), want);
+}
+
+c10::IValue tuple(std::vector<c10::IValue> items) { return c10::ivalue::Tuple::create(std::move(items)); }
+
+c10::IValue loss_and_grads(torch::nn::Module& m, const at::Tensor& loss) {
+  auto grads = torch::autograd::grad({loss}, m.parameters());
+  return tuple({loss, c10::List<at::Tensor>(grads)});
+}
+
+torch::nn::Sequential mlp() {
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+}
+
+TEST(CaptureConformance, Functional) {
+  check("functional", nullptr,
+        [](const Inputs& in) -> c10::IValue {
+          auto x = in[0].toTensor(), y = in[1].toTensor();
+          auto z = torch::add(x, y, 2);
+          auto w = torch::cat({z, x}, 1).softmax(-1);
+          return tuple({w * y.sum(), c10::List<at::Tensor>({z.view({-1}), torch::tanh(z).transpose(0, 1)})});
+        },
+        {torch::randn({2, 3}), torch::randn({2, 3})});
+}
+
+TEST(CaptureConformance, StockMlpForward) {
+  auto m = mlp();
+  check("mlp_forward", m.ptr().get(), [&](const Inputs& in) -> c10::IValue { return m->forward(in[0].toTensor()); },
+        {torch::randn({3, 8})});
+}
+
+TEST(CaptureConformance, StockMlpGrad) {
+  auto m = mlp();
+  check("mlp_grad", m.ptr().get(),
+        [&](const Inputs& in) -> c10::IValue { return loss_and_grads(*m, m->forward(in[0].toTensor()).sum()); },
+        {torch::randn({3, 8})});
+}
+
+c10::IValue run_module(fx::Module& m, const Inputs& in) {
+  return m.call(std::vector<fx::Value>(in.begin(), in.end())).ivalue();
+}
+
+TEST(CaptureConformance, Resnet18Eval) {
+  auto m = fx::models::resnet18();
+  m->eval();
+  check("resnet18_eval", m.get(), [&](const Inputs& in) { return run_module(*m, in); },
+        {torch::randn({1, 3, 64, 64})});
+}
+
+TEST(CaptureConformance, Resnet18Grad) {
+  auto m = fx::models::resnet18();
+  m->train();
+  check("resnet18_grad", m.get(),
+        [&](const Inputs& in) { return loss_and_grads(*m, run_module(*m, in).toTensor().sum()); },
+        {torch::randn({2, 3, 64, 64})});
+}
+
+TEST(CaptureConformance, MobilenetV2Eval) {
+  auto m = fx::models::mobilenet_v2();
+  m->eval();
+  check("mobilenet_v2_eval", m.get(), [&](const Inputs& in) { return run_module(*m, in); },
+        {torch::randn({1, 3, 64, 64})});
+}
+
+TEST(CaptureConformance, MobilenetV2Grad) {
+  auto m = fx::models::mobilenet_v2();
+  m->train();
+  check("mobilenet_v2_grad", m.get(),
+        [&](const Inputs& in) { return loss_and_grads(*m, run_module(*m, in).toTensor().sum()); },
+        {torch::randn({2, 3, 32, 32})});
+}
+
+TEST(CaptureConformance, TransformerEncoderLayerEval) {
+  auto m = std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
+  m->eval();
+  check("encoder_layer_eval", m.get(), [&](const Inputs& in) { return run_module(*m, in); },
+        {torch::randn({2, 5, 16})});
+}
+
+TEST(CaptureConformance, LstmForward) {
+  auto m = std::make_shared<fx::nn::LSTM>(8, 16, 1, true, /*batch_first=*/true);
+  check("lstm_forward", m.get(),
+        [&](const Inputs& in) -> c10::IValue { return run_module(*m, in).toTupleRef().elements()[0]; },
+        {torch::randn({2, 5, 8})});
+}
+
+}  // namespace

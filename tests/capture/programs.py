@@ -1,0 +1,75 @@
+"""The Python originals of the programs tests/capture/capture_test.cpp
+captures in C++: make_fx(fn)(*inputs) for each is the oracle. Every program
+is deterministic in shape (weights are random; graph text does not depend on
+them). Each entry: name -> (root module or None, function, example inputs)."""
+import torch
+import torch.nn as nn
+import torchvision.models as tvm
+
+
+def functional():
+    def f(x, y):
+        z = torch.add(x, y, alpha=2)
+        w = torch.cat([z, x], 1).softmax(-1)
+        return w * y.sum(), [z.view(-1), torch.tanh(z).transpose(0, 1)]
+    return None, f, (torch.randn(2, 3), torch.randn(2, 3))
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def mlp_forward():
+    m = mlp()
+    return m, lambda x: m(x), (torch.randn(3, 8),)
+
+
+def mlp_grad():
+    m = mlp()
+
+    def step(x):
+        loss = m(x).sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return m, step, (torch.randn(3, 8),)
+
+
+def resnet18_eval():
+    m = tvm.resnet18().eval()
+    return m, lambda x: m(x), (torch.randn(1, 3, 64, 64),)
+
+
+def resnet18_grad():
+    m = tvm.resnet18().train()
+
+    def step(x):
+        loss = m(x).sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return m, step, (torch.randn(2, 3, 64, 64),)
+
+
+def mobilenet_v2_eval():
+    m = tvm.mobilenet_v2().eval()
+    return m, lambda x: m(x), (torch.randn(1, 3, 64, 64),)
+
+
+def mobilenet_v2_grad():
+    m = tvm.mobilenet_v2().train()
+
+    def step(x):
+        loss = m(x).sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return m, step, (torch.randn(2, 3, 32, 32),)
+
+
+def encoder_layer_eval():
+    m = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True).eval()
+    return m, lambda x: m(x), (torch.randn(2, 5, 16),)
+
+
+def lstm_forward():
+    m = nn.LSTM(8, 16, num_layers=1, batch_first=True)
+    return m, lambda x: m(x)[0], (torch.randn(2, 5, 8),)
+
+
+PROGRAMS = {f.__name__: f for f in [functional, mlp_forward, mlp_grad, resnet18_eval, resnet18_grad,
+                                    mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, lstm_forward]}
