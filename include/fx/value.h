@@ -224,8 +224,10 @@ Value operator~(const Value& a);
 Value floordiv(const Value& a, const Value& b);
 Value pow(const Value& a, const Value& b);
 Value matmul_op(const Value& a, const Value& b);
-// `x += y` is `x = x + y` for a symbolic x, as in Python (FX's Proxy has no __iadd__).
-inline Value& operator+=(Value& a, const Value& b) { return a = a + b; }
+// `x += y`: in place for a concrete tensor x, as Python's Tensor.__iadd__
+// (so that ATen-level capture records add_ where PyTorch's eager code runs
+// it); `x = x + y` otherwise, as for a Proxy, which has no __iadd__.
+Value& operator+=(Value& a, const Value& b);
 inline Value& operator-=(Value& a, const Value& b) { return a = a - b; }
 inline Value& operator*=(Value& a, const Value& b) { return a = a * b; }
 inline Value& operator/=(Value& a, const Value& b) { return a = a / b; }

@@ -242,6 +242,18 @@ Value call_function(const Target& target, std::vector<Value> args, ValueKwargs k
 }
 
 Value operator+(const Value& a, const Value& b) { return call_function("operator.add", {a, b}); }
+Value& operator+=(Value& a, const Value& b) {
+  if (a.has_proxy() || b.has_proxy() || !a.ivalue().isTensor()) return a = a + b;
+  c10::IValue other = b.ivalue();
+  at::Tensor t = a.ivalue().toTensor();
+  if (other.isTensor())
+    t.add_(other.toTensor());
+  else if (other.isInt() || other.isDouble() || other.isBool())
+    t.add_(other.toScalar());
+  else
+    return a = a + b;
+  return a;
+}
 Value operator-(const Value& a, const Value& b) { return call_function("operator.sub", {a, b}); }
 Value operator*(const Value& a, const Value& b) { return call_function("operator.mul", {a, b}); }
 Value operator/(const Value& a, const Value& b) { return call_function("operator.truediv", {a, b}); }
