@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 
-echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn and passes tests"
+echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize and capture tests"
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
 # source file's compile time, and a batch of 8 files parses them once.
 # -g1 keeps the line tables that sanitizer reports print.
@@ -17,7 +17,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -D
 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
-ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize" -LE "export|corpus" --output-on-failure -j"$jobs"
+ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$" -LE "export|corpus" --output-on-failure -j"$jobs"
 
 echo "== release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON >/dev/null
