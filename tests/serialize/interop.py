@@ -64,7 +64,9 @@ def models():
 
 
 def flat(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flat(o)]
+    return [out]
 
 
 def fxcpp_text(text, pairs):

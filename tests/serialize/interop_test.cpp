@@ -2,6 +2,7 @@
 // torch.fx's files (DATA/py): fxcpp loads them, prints the same graph and code,
 // and gives the same outputs. This test writes fxcpp's (DATA/cpp), which
 // interop.py check reads back into torch.fx.
+#include <fx/capture.h>
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
 #include <fx/models/mobilenetv2.h>
@@ -27,10 +28,19 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+// The tensors of nested tuples and lists, in order.
+void flat_into(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) flat_into(e, out);
+  } else {
+    for (const auto& e : v.toListRef()) flat_into(e, out);
+  }
+}
 std::vector<at::Tensor> flat(const c10::IValue& v) {
-  if (v.isTensor()) return {v.toTensor()};
   std::vector<at::Tensor> out;
-  for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
+  flat_into(v, out);
   return out;
 }
 
@@ -89,6 +99,20 @@ TEST(ToTorchFx, WritesFilesForInteropCheck) {
   auto mobilenet = fx::models::mobilenet_v2();
   mobilenet->eval();
   write_for_python("mobilenet_v2", *fx::symbolic_trace(*mobilenet), {image});
+
+  // An ATen-level training step captured with fx::capture: forward, loss and
+  // gradients in one graph.
+  resnet->train();
+  auto step = [&](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor loss = (*resnet)(Value(in[0])).tensor().sum();
+    auto grads = torch::autograd::grad({loss}, resnet->parameters());
+    return c10::ivalue::Tuple::create({loss, c10::List<at::Tensor>(grads)});
+  };
+  fx::CaptureOptions options;
+  options.input_names = {"x"};
+  auto captured = fx::capture(*resnet, step, {image}, options);
+  resnet->eval();  // the same BatchNorm statistics in both runs
+  write_for_python("resnet18_training_step_captured", *captured, {image});
 }
 
 }  // namespace
