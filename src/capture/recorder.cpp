@@ -8,6 +8,7 @@
 
 #include <ATen/core/enum_tag.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/Exception.h>
 #include <torch/nn/module.h>
 
 namespace fx::capture_detail {
@@ -277,9 +278,12 @@ void Recorder::redispatch(const c10::OperatorHandle& op, c10::DispatchKeySet key
 // ---- checks ----------------------------------------------------------------
 
 void Recorder::check_data_dependent(const c10::OperatorHandle& op) {
-  if (options_.allow_data_dependent) return;
   if (!op.hasTag(at::Tag::data_dependent_output) && !op.hasTag(at::Tag::dynamic_output_shape)) return;
   std::string what = operator_name(op);
+  if (options_.allow_data_dependent) {
+    TORCH_WARN("fx::capture: ", what, " reads tensor data; the graph holds what it returned on this run");
+    return;
+  }
   if (!decomposing_.empty()) what = operator_name(*decomposing_.front()) + " (which calls " + what + ")";
   fail(what + " reads tensor data: its result depends on the values, which a graph cannot hold. Compute it "
               "with tensor operators, or set CaptureOptions::allow_data_dependent to record this run's "
