@@ -19,35 +19,14 @@
 #include <fx/state_dict.h>
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
+#include "timing.h"
+
 #include <cstdio>
-#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 namespace {
-
-struct Row {
-  std::string name;
-  std::vector<double> ms;  // sorted
-};
-
-Row time_forward(const std::string& name, int runs, const std::function<at::Tensor()>& forward) {
-  for (int i = 0; i < 3; ++i) forward();  // allocator and caches warm
-  Row row{name, {}};
-  for (int i = 0; i < runs; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    at::Tensor out = forward();
-    row.ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    std::fprintf(stderr, "\r%-28s %3d/%d", name.c_str(), i + 1, runs);
-  }
-  std::fprintf(stderr, "\n");
-  std::sort(row.ms.begin(), row.ms.end());
-  return row;
-}
 
 int usage() {
   std::cerr << "usage: fuse_bench WEIGHTS.pt [--runs N] [--batch B] [--threads T]\n";
@@ -59,22 +38,11 @@ int usage() {
 int main(int argc, char** argv) try {
   if (argc < 2) return usage();
   const std::string weights = argv[1];
-  int runs = 50, batch = 1, threads = 0;  // 0: LibTorch's default (the cores)
-  for (int i = 2; i < argc; i += 2) {
-    if (i + 1 >= argc) return usage();
-    const std::string flag = argv[i];
-    const int value = std::stoi(argv[i + 1]);
-    if (flag == "--runs")
-      runs = value;
-    else if (flag == "--batch")
-      batch = value;
-    else if (flag == "--threads")
-      threads = value;
-    else
-      return usage();
-  }
-  if (threads > 0) at::set_num_threads(threads);
-  threads = at::get_num_threads();
+  fxbench::Flags flags{50};
+  if (!fxbench::parse_flags(argc, argv, 2, flags)) return usage();
+  const int runs = flags.runs, batch = flags.batch;
+  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  const int threads = at::get_num_threads();
   torch::manual_seed(0);
   auto model = fx::models::resnet50();
   fx::models::randomize_batch_norm_statistics(*model);
@@ -103,20 +71,15 @@ int main(int argc, char** argv) try {
     return 1;
   }
 
-  std::vector<Row> rows;
-  rows.push_back(time_forward("eager", runs, [&] { return (*model)(x).tensor(); }));
-  rows.push_back(time_forward("graph_module", runs, [&] { return traced->run({x}).toTensor(); }));
-  rows.push_back(time_forward("fused", runs, [&] { return fused->run({x}).toTensor(); }));
+  std::vector<fxbench::Row> rows;
+  rows.push_back(fxbench::time_runs("eager", 3, runs, [&] { (*model)(x).tensor(); }));
+  rows.push_back(fxbench::time_runs("graph_module", 3, runs, [&] { traced->run({x}).toTensor(); }));
+  rows.push_back(fxbench::time_runs("fused", 3, runs, [&] { fused->run({x}).toTensor(); }));
 
   std::cout << "{\"side\": \"fxcpp\", \"model\": \"resnet50\", \"batch\": " << batch
-            << ", \"threads\": " << threads << ", \"runs\": " << runs << ", \"rows\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& ms = rows[i].ms;
-    std::printf("%s{\"row\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}", i ? ", " : "",
-                rows[i].name.c_str(), ms[ms.size() / 2], ms.front(), ms.back());
-    std::fflush(stdout);
-  }
-  std::cout << "]}" << std::endl;
+            << ", \"threads\": " << threads << ", \"runs\": " << runs << ", " << std::flush;
+  fxbench::print_rows(rows);
+  std::printf("}\n");
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "fuse_bench: " << e.what() << "\n";
