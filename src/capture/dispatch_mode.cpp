@@ -31,10 +31,13 @@ void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   op.redispatchBoxed(keys.remove(key), stack);
 }
 
+// The registrations live as long as the process: a static pointer keeps
+// them reachable (for leak checkers) and never destroys them.
 template <c10::DispatchKey key>
 void register_on(std::string& failure) {
+  static torch::Library* library = nullptr;
   try {
-    auto* library = new torch::Library(torch::Library::IMPL, "_", key, __FILE__, __LINE__);
+    library = new torch::Library(torch::Library::IMPL, "_", key, __FILE__, __LINE__);
     library->fallback(torch::CppFunction::makeFromBoxedFunction<&capture_fallback<key>>());
   } catch (const c10::Error& e) {
     failure = "cannot register fxcpp's dispatcher fallback for " + std::string(c10::toString(key)) +

@@ -35,6 +35,8 @@ def normalize(text):
 KNOWN_DIFFERENCES = {
     "encoder_layer_eval": "fx::nn::MultiheadAttention runs LibTorch's C++ multi_head_attention_forward, which "
                           "projects q, k and v separately; Python 1.13's projects them in one matmul",
+    "encoder_layer_grad": "as encoder_layer_eval",
+    "lstm_grad": "as lstm_forward",
     "lstm_forward": "ATen's linear decomposition adds the bias with add_ for plain tensors and with add for "
                     "tensor subclasses (make_fx's tensors are Python subclasses)",
 }

@@ -135,6 +135,24 @@ TEST(CaptureConformance, TransformerEncoderLayerEval) {
         {torch::randn({2, 5, 16})});
 }
 
+TEST(CaptureConformance, TransformerEncoderLayerGrad) {
+  auto m = std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
+  m->train();
+  check("encoder_layer_grad", m.get(),
+        [&](const Inputs& in) { return loss_and_grads(*m, run_module(*m, in).toTensor().sum()); },
+        {torch::randn({2, 5, 16})});
+}
+
+TEST(CaptureConformance, LstmGrad) {
+  auto m = std::make_shared<fx::nn::LSTM>(8, 16, 1, true, /*batch_first=*/true);
+  check("lstm_grad", m.get(),
+        [&](const Inputs& in) {
+          auto out = run_module(*m, in).toTupleRef().elements()[0].toTensor();
+          return loss_and_grads(*m, out.sum());
+        },
+        {torch::randn({2, 5, 8})});
+}
+
 TEST(CaptureConformance, LstmForward) {
   auto m = std::make_shared<fx::nn::LSTM>(8, 16, 1, true, /*batch_first=*/true);
   check("lstm_forward", m.get(),

@@ -66,10 +66,29 @@ def encoder_layer_eval():
     return m, lambda x: m(x), (torch.randn(2, 5, 16),)
 
 
+def encoder_layer_grad():
+    m = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True).train()
+
+    def step(x):
+        loss = m(x).sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return m, step, (torch.randn(2, 5, 16),)
+
+
+def lstm_grad():
+    m = nn.LSTM(8, 16, num_layers=1, batch_first=True)
+
+    def step(x):
+        loss = m(x)[0].sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return m, step, (torch.randn(2, 5, 8),)
+
+
 def lstm_forward():
     m = nn.LSTM(8, 16, num_layers=1, batch_first=True)
     return m, lambda x: m(x)[0], (torch.randn(2, 5, 8),)
 
 
 PROGRAMS = {f.__name__: f for f in [functional, mlp_forward, mlp_grad, resnet18_eval, resnet18_grad,
-                                    mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, lstm_forward]}
+                                    mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, encoder_layer_grad,
+                                    lstm_forward, lstm_grad]}
