@@ -54,16 +54,19 @@ int main(int argc, char** argv) try {
   std::vector<fxbench::Row> rows;
   model->eval();
   rows.push_back(fxbench::time_runs("eager_forward", 2, runs, [&] { forward(inputs); }));
-  rows.push_back(fxbench::time_runs("capture_forward", 2, runs,
-                           [&] { forward_nodes = fx::capture(*model, forward, inputs, options)->graph().size(); }));
+  rows.push_back(fxbench::time_runs("capture_forward", 2, runs, [&] {
+    forward_nodes = fx::capture(*model, forward, inputs, options)->graph().size();
+  }));
   model->train();
   rows.push_back(fxbench::time_runs("eager_step", 2, runs, [&] { step(inputs); }));
-  rows.push_back(fxbench::time_runs("capture_step", 2, runs,
-                           [&] { step_nodes = fx::capture(*model, step, inputs, options)->graph().size(); }));
+  rows.push_back(fxbench::time_runs("capture_step", 2, runs, [&] {
+    step_nodes = fx::capture(*model, step, inputs, options)->graph().size();
+  }));
 
-  std::cout << "{\"side\": \"fxcpp\", \"model\": \"resnet50\", \"batch\": " << batch << ", \"threads\": " << threads
-            << ", \"runs\": " << runs << ", \"forward_nodes\": " << forward_nodes
-            << ", \"step_nodes\": " << step_nodes << ", " << std::flush;
+  std::cout << "{\"side\": \"fxcpp\", \"model\": \"resnet50\", \"batch\": " << batch
+            << ", \"threads\": " << threads << ", \"runs\": " << runs
+            << ", \"forward_nodes\": " << forward_nodes << ", \"step_nodes\": " << step_nodes << ", "
+            << std::flush;
   fxbench::print_rows(rows);
   std::printf("}\n");
   return 0;

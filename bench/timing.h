@@ -52,7 +52,8 @@ inline Row time_runs(const std::string& name, int warmup, int runs, const std::f
   for (int i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
     body();
-    row.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    row.ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     std::fprintf(stderr, "\r%-28s %3d/%d", name.c_str(), i + 1, runs);
   }
   std::fprintf(stderr, "\n");

@@ -63,7 +63,8 @@ using CaptureFunction = std::function<c10::IValue(const std::vector<c10::IValue>
 // tensors). Tensors that fn reads but did not receive become attributes:
 // `_param_constant<i>` for leaves that require grad (parameters), else
 // `_tensor_constant<i>`.
-std::unique_ptr<GraphModule> capture(const CaptureFunction& fn, const std::vector<c10::IValue>& example_inputs,
+std::unique_ptr<GraphModule> capture(const CaptureFunction& fn,
+                                     const std::vector<c10::IValue>& example_inputs,
                                      const CaptureOptions& options = {});
 
 // The same, with the parameters and buffers of `root` (found by identity)

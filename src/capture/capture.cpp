@@ -23,19 +23,26 @@ std::vector<std::string> input_names(const CaptureOptions& options, size_t count
   return names;
 }
 
+std::string after(const Recorder& recorder) {
+  std::string op = recorder.last_operator();
+  return op.empty() ? "" : " (the last operator it called: " + op + ")";
+}
+
 // Runs fn under the recorder. An exception from fxcpp (a refused operator)
 // passes as it is; anything else the function throws becomes a TraceError
 // that says so. Either way no graph comes out.
-c10::IValue run_function(Recorder& recorder, const CaptureFunction& fn, const std::vector<c10::IValue>& inputs) {
+c10::IValue run_function(Recorder& recorder, const CaptureFunction& fn,
+                         const std::vector<c10::IValue>& inputs) {
   c10::IValue result;
   try {
     capture_detail::run_recording(recorder, [&] { result = fn(inputs); });
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
-    throw TraceError(std::string("capture: the captured function threw: ") + e.what_without_backtrace());
+    throw TraceError("capture: the captured function threw" + after(recorder) + ": " +
+                     e.what_without_backtrace());
   } catch (const std::exception& e) {
-    throw TraceError(std::string("capture: the captured function threw: ") + e.what());
+    throw TraceError("capture: the captured function threw" + after(recorder) + ": " + e.what());
   }
   return result;
 }
@@ -46,7 +53,8 @@ std::unique_ptr<GraphModule> graph_module_of(Recorder& recorder, const CaptureOp
 }
 
 std::unique_ptr<GraphModule> capture_impl(torch::nn::Module* root, const CaptureFunction& fn,
-                                          const std::vector<c10::IValue>& inputs, const CaptureOptions& options) {
+                                          const std::vector<c10::IValue>& inputs,
+                                          const CaptureOptions& options) {
   if (!fn) throw Error("capture: the function to capture is empty");
   Recorder recorder(options, root);
   recorder.add_inputs(input_names(options, inputs.size()), inputs);
@@ -57,13 +65,15 @@ std::unique_ptr<GraphModule> capture_impl(torch::nn::Module* root, const Capture
 
 }  // namespace
 
-std::unique_ptr<GraphModule> capture(const CaptureFunction& fn, const std::vector<c10::IValue>& example_inputs,
+std::unique_ptr<GraphModule> capture(const CaptureFunction& fn,
+                                     const std::vector<c10::IValue>& example_inputs,
                                      const CaptureOptions& options) {
   return capture_impl(nullptr, fn, example_inputs, options);
 }
 
 std::unique_ptr<GraphModule> capture(torch::nn::Module& root, const CaptureFunction& fn,
-                                     const std::vector<c10::IValue>& example_inputs, const CaptureOptions& options) {
+                                     const std::vector<c10::IValue>& example_inputs,
+                                     const CaptureOptions& options) {
   return capture_impl(&root, fn, example_inputs, options);
 }
 

@@ -63,8 +63,9 @@ void register_fallback() {
 void run_recording(Recorder& recorder, const std::function<void()>& body) {
   register_fallback();
   if (active_recorder)
-    throw Error("capture: a capture is already running on this thread; fx::capture cannot be called from "
-                "inside the function being captured");
+    throw Error(
+        "capture: a capture is already running on this thread; fx::capture cannot be called from "
+        "inside the function being captured");
   struct Deactivate {
     ~Deactivate() { active_recorder = nullptr; }
   } deactivate;

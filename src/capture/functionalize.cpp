@@ -42,7 +42,8 @@ const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op) {
   static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> found;
   std::lock_guard<std::mutex> lock(mutex);
   if (overloads.empty())
-    for (const auto& name : c10::Dispatcher::singleton().getAllOpNames()) overloads[name.name].push_back(name);
+    for (const auto& name : c10::Dispatcher::singleton().getAllOpNames())
+      overloads[name.name].push_back(name);
 
   const c10::FunctionSchema& s = op.schema();
   auto [it, inserted] = found.try_emplace(op.operator_name());
@@ -81,7 +82,8 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
     fail(name + " updates its argument '" + formals[written[0]].name() +
          "' in place and has no out-of-place overload to record instead; functionalize cannot record it");
   if (functional->schema().returns().size() != written.size())
-    fail(name + " writes " + std::to_string(written.size()) + " tensors but its out-of-place overload returns " +
+    fail(name + " writes " + std::to_string(written.size()) +
+         " tensors but its out-of-place overload returns " +
          std::to_string(functional->schema().returns().size()) + "; functionalize cannot pair them");
 
   // Which tensors get updated, and what each stood for before the update.
@@ -104,7 +106,7 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
   for (const auto& a : functional->schema().arguments())
     for (size_t i = 0; i < formals.size(); ++i)
       if (formals[i].name() == a.name()) call.push_back((*stack)[first + i]);
-  Node* node = create_call(*functional, call, 0, std::vector<bool>(call.size(), false));
+  Node* node = create_call(*functional, call, 0);
 
   redispatch(op, keys, stack);  // the real update, so that eager values stay right
 

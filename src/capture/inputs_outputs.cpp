@@ -6,7 +6,8 @@ namespace fx::capture_detail {
 
 Node* Recorder::placeholder(const std::string& name, const at::Tensor& t, size_t position) {
   if (!t.defined())
-    fail("input " + std::to_string(position) + " ('" + name + "') is an undefined tensor; pass a defined one");
+    fail("input " + std::to_string(position) + " ('" + name +
+         "') is an undefined tensor; pass a defined one");
   Node* n = graph_->placeholder(name);
   // The same tensor passed twice stands for the later placeholder, as in
   // make_fx, which tracks tensors by identity.
@@ -35,8 +36,8 @@ void Recorder::add_inputs(const std::vector<std::string>& names, const std::vect
     int count = 0;
     for (const c10::IValue& e : elements) {
       if (!e.isTensor())
-        fail("input " + std::to_string(i) + " ('" + name + "'), element " + std::to_string(count) + ", is a " +
-             e.tagKind() + "; lists and tuples of inputs hold tensors only");
+        fail("input " + std::to_string(i) + " ('" + name + "'), element " + std::to_string(count) +
+             ", is a " + e.tagKind() + "; lists and tuples of inputs hold tensors only");
       spec.children.push_back(TreeSpec::leaf());
       placeholder(name + "_" + std::to_string(++count), e.toTensor(), i);
     }
@@ -54,21 +55,24 @@ Argument Recorder::output_argument(const c10::IValue& v, std::vector<Argument>* 
     return None;
   }
   if (leaves) {
-    if (v.isGenericDict()) fail("the function returns a dict; with list or tuple inputs it can return lists and tuples only");
+    if (v.isGenericDict())
+      fail("the function returns a dict; with list or tuple inputs it can return lists and tuples only");
     leaves->push_back(output_argument(v, nullptr, nullptr));
     return None;
   }
   if (v.isGenericDict()) {
     Dict out;
     for (const auto& item : v.toGenericDict()) {
-      if (!item.key().isString()) fail("the function returns a dict whose keys are not strings; FX's output dicts have string keys");
+      if (!item.key().isString())
+        fail("the function returns a dict whose keys are not strings; FX's output dicts have string keys");
       out.items.emplace_back(item.key().toStringRef(), output_argument(item.value(), nullptr, nullptr));
     }
     return out;
   }
   if (v.isTuple()) {
     Tuple out;
-    for (const c10::IValue& e : v.toTupleRef().elements()) out.items.push_back(output_argument(e, nullptr, nullptr));
+    for (const c10::IValue& e : v.toTupleRef().elements())
+      out.items.push_back(output_argument(e, nullptr, nullptr));
     return out;
   }
   if (v.isList()) {
@@ -79,7 +83,8 @@ Argument Recorder::output_argument(const c10::IValue& v, std::vector<Argument>* 
   return to_argument(v, nullptr);
 }
 
-void Recorder::finish(const c10::IValue& result, const std::vector<std::pair<std::string, at::Tensor>>* grads) {
+void Recorder::finish(const c10::IValue& result,
+                      const std::vector<std::pair<std::string, at::Tensor>>* grads) {
   write_back_mutations();
   if (structured_) {
     if (grads) fail("a training step's inputs must be tensors (its output adds a dict of gradients)");

@@ -81,8 +81,8 @@ Node* Recorder::node_of(const at::Tensor& t) const {
   auto views = by_storage_.find(t.storage().unsafeGetStorageImpl());
   if (views == by_storage_.end()) return nullptr;
   for (auto v = views->second.rbegin(); v != views->second.rend(); ++v)
-    if (v->offset == t.storage_offset() && v->dtype == t.scalar_type() && t.sizes() == c10::IntArrayRef(v->sizes) &&
-        t.strides() == c10::IntArrayRef(v->strides))
+    if (v->offset == t.storage_offset() && v->dtype == t.scalar_type() &&
+        t.sizes() == c10::IntArrayRef(v->sizes) && t.strides() == c10::IntArrayRef(v->strides))
       return v->node;
   return nullptr;
 }
@@ -95,8 +95,8 @@ void Recorder::bind(const at::Tensor& t, Node* n) {
     it->second.node = n;
   if (t.has_storage() && t.storage().unsafeGetStorageImpl()) {
     c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-    by_storage_[storage].push_back(View{t.storage().getWeakStorageImpl(), n,
-                                        t.storage_offset(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()),
+    by_storage_[storage].push_back(View{t.storage().getWeakStorageImpl(), n, t.storage_offset(),
+                                        c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()),
                                         c10::SmallVector<int64_t, 5>(t.strides().begin(), t.strides().end()),
                                         t.scalar_type()});
   }
@@ -143,9 +143,11 @@ Argument Recorder::to_argument(const c10::IValue& v, const c10::TypePtr& type) {
   if (v.isNone()) return None;
   // Python's binding turns these ints into torch.dtype, torch.layout and
   // torch.memory_format by the schema's type (parseIValuesToPyArgsKwargs).
-  if (v.isInt() && is_kind(type, c10::TypeKind::ScalarTypeType)) return static_cast<c10::ScalarType>(v.toInt());
+  if (v.isInt() && is_kind(type, c10::TypeKind::ScalarTypeType))
+    return static_cast<c10::ScalarType>(v.toInt());
   if (v.isInt() && is_kind(type, c10::TypeKind::LayoutType)) return static_cast<c10::Layout>(v.toInt());
-  if (v.isInt() && is_kind(type, c10::TypeKind::MemoryFormatType)) return static_cast<c10::MemoryFormat>(v.toInt());
+  if (v.isInt() && is_kind(type, c10::TypeKind::MemoryFormatType))
+    return static_cast<c10::MemoryFormat>(v.toInt());
   if (v.isBool()) return v.toBool();
   if (v.isInt()) return v.toInt();
   if (v.isSymInt()) return v.toSymInt().expect_int();
@@ -186,20 +188,23 @@ void Recorder::bind_outputs(Node* n, const torch::jit::Stack& stack, size_t firs
   };
   if (count == 1) {
     const c10::IValue& v = stack[first];
-    if (v.isTensor() && v.toTensor().defined()) bind(v.toTensor(), n);
-    else if (v.isList()) bind_list(n, v);
+    if (v.isTensor() && v.toTensor().defined())
+      bind(v.toTensor(), n);
+    else if (v.isList())
+      bind_list(n, v);
     return;
   }
   for (size_t i = 0; i < count; ++i) {
     const c10::IValue& v = stack[first + i];
     Node* item = getitem(n, static_cast<int64_t>(i));
-    if (v.isTensor() && v.toTensor().defined()) bind(v.toTensor(), item);
-    else if (v.isList()) bind_list(item, v);
+    if (v.isTensor() && v.toTensor().defined())
+      bind(v.toTensor(), item);
+    else if (v.isList())
+      bind_list(item, v);
   }
 }
 
-Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first,
-                            const std::vector<bool>& skip) {
+Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first) {
   const c10::FunctionSchema& schema = op.schema();
   const auto& formals = schema.arguments();
   const size_t n = formals.size();
@@ -208,7 +213,7 @@ Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Sta
   // arguments are kwargs unless they are their defaults.
   auto is_default = [&](size_t i) {
     const auto& d = formals[i].default_value();
-    return skip[i] || (d.has_value() && *d == stack[first + i]);
+    return d.has_value() && *d == stack[first + i];
   };
   size_t kwarg_only_start = n;
   while (kwarg_only_start > 0 && formals[kwarg_only_start - 1].kwarg_only()) --kwarg_only_start;
@@ -216,13 +221,12 @@ Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Sta
   while (positional_end > 0 && is_default(positional_end - 1)) --positional_end;
 
   Args args;
-  for (size_t i = 0; i < positional_end; ++i) {
-    if (skip[i]) fail("cannot leave out argument '" + formals[i].name() + "' of " + operator_name(op));
+  for (size_t i = 0; i < positional_end; ++i)
     args.push_back(to_argument(stack[first + i], formals[i].real_type()));
-  }
   Kwargs kwargs;
   for (size_t i = kwarg_only_start; i < n; ++i)
-    if (!is_default(i)) kwargs.emplace_back(formals[i].name(), to_argument(stack[first + i], formals[i].real_type()));
+    if (!is_default(i))
+      kwargs.emplace_back(formals[i].name(), to_argument(stack[first + i], formals[i].real_type()));
   Node* node = graph_->create_node(Op::call_function, target_name(schema), std::move(args), std::move(kwargs),
                                    packet_name(schema));
   if (options_.record_stack_traces) node->set_stack_trace(detail::user_stack_trace());
@@ -231,7 +235,7 @@ Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Sta
 
 void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack,
                       size_t first) {
-  Node* node = create_call(op, *stack, first, std::vector<bool>(op.schema().arguments().size(), false));
+  Node* node = create_call(op, *stack, first);
   // Which inputs a view output aliases, before the call consumes them.
   std::vector<const c10::TensorImpl*> inputs;
   for (size_t i = first; i < stack->size(); ++i)
@@ -250,8 +254,10 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   bind_outputs(node, *stack, out_first, returns);
 }
 
-void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                           torch::jit::Stack* stack) {
   const size_t first = stack->size() - op.schema().arguments().size();
+  last_operator_ = &op;
   if (options_.decompose && op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
     // Below Autograd these come decomposed; one that arrives anyway (called
     // from below Autograd) runs its decomposition here, with this mode still
@@ -285,10 +291,13 @@ void Recorder::check_data_dependent(const c10::OperatorHandle& op) {
     return;
   }
   if (!decomposing_.empty()) what = operator_name(*decomposing_.front()) + " (which calls " + what + ")";
-  fail(what + " reads tensor data: its result depends on the values, which a graph cannot hold. Compute it "
-              "with tensor operators, or set CaptureOptions::allow_data_dependent to record this run's "
-              "result as it is");
+  fail(what +
+       " reads tensor data: its result depends on the values, which a graph cannot hold. Compute it "
+       "with tensor operators, or set CaptureOptions::allow_data_dependent to record this run's "
+       "result as it is");
 }
+
+std::string Recorder::last_operator() const { return last_operator_ ? operator_name(*last_operator_) : ""; }
 
 std::string Recorder::describe(const Node* n) const {
   return n->op() == Op::placeholder ? "input '" + n->name() + "'" : "'" + n->name() + "'";

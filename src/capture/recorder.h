@@ -58,11 +58,14 @@ class Recorder {
 
   // Writes back updates of inputs and attributes (functionalize) and makes
   // the output node: `result`, or `(result, {path: grad, ...})` with grads.
-  void finish(const c10::IValue& result, const std::vector<std::pair<std::string, at::Tensor>>* grads = nullptr);
+  void finish(const c10::IValue& result,
+              const std::vector<std::pair<std::string, at::Tensor>>* grads = nullptr);
 
   // The attributes the graph's get_attr nodes name.
   std::map<std::string, GraphModule::Attr> take_attributes() { return std::move(attrs_); }
   std::unique_ptr<Graph> take_graph() { return std::move(graph_); }
+  // The operator the code called last (`aten::mm`), or "" before any.
+  std::string last_operator() const;
 
  private:
   struct Tracked {
@@ -87,12 +90,12 @@ class Recorder {
 
   void check_data_dependent(const c10::OperatorHandle& op);
   void check_mutations(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first);
-  bool record_functionalized(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack,
-                             size_t first);
-  void record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack, size_t first);
+  bool record_functionalized(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                             torch::jit::Stack* stack, size_t first);
+  void record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack,
+              size_t first);
   void redispatch(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
-  Node* create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first,
-                    const std::vector<bool>& skip);
+  Node* create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first);
   void write_back_mutations();
   [[noreturn]] void fail(const std::string& message) const;
   std::string describe(const Node* n) const;
@@ -118,6 +121,7 @@ class Recorder {
   std::unordered_map<const c10::TensorImpl*, RootTensor> root_tensors_;
   std::unordered_map<const c10::TensorImpl*, RootTensor> constants_;
   std::map<std::string, GraphModule::Attr> attrs_;
+  const c10::OperatorHandle* last_operator_ = nullptr;
   int param_constants_ = 0;
   int tensor_constants_ = 0;
   // Operators being run as their decompositions, outermost first: an error
@@ -130,8 +134,8 @@ class Recorder {
   // order of their first update: written back before the output.
   struct Mutated {
     WeakImpl impl;
-    Node* original;           // the placeholder, or nullptr for an attribute
-    std::string attribute;    // the attribute's path
+    Node* original;         // the placeholder, or nullptr for an attribute
+    std::string attribute;  // the attribute's path
   };
   std::vector<Mutated> mutated_;
   std::unordered_set<const c10::TensorImpl*> mutated_set_;

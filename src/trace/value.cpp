@@ -218,7 +218,8 @@ Value Value::operator[](const Value& index) const {
       int64_t k = i.toInt() < 0 ? i.toInt() + n : i.toInt();
       if (k < 0 || k >= n)
         throw Error("IndexError: index " + std::to_string(i.toInt()) + " is out of range for a " +
-                    ((*seq)->kind == SeqKind::list ? "list" : "tuple") + " of " + std::to_string(n) + " items");
+                    ((*seq)->kind == SeqKind::list ? "list" : "tuple") + " of " + std::to_string(n) +
+                    " items");
       return (*seq)->items[static_cast<size_t>(k)];
     }
   }

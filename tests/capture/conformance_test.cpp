@@ -8,8 +8,8 @@
 #include <fx/nn.h>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 
@@ -29,7 +29,8 @@ const auto* const write_actual = testing::AddGlobalTestEnvironment(new WriteActu
 
 // Flattens tensors out of nested tuples/lists, in order.
 void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) out.push_back(v.toTensor());
+  if (v.isTensor())
+    out.push_back(v.toTensor());
   else if (v.isTuple())
     for (const auto& e : v.toTupleRef().elements()) flatten(e, out);
   else if (v.isList())
@@ -41,11 +42,13 @@ void expect_same_values(const c10::IValue& got, const c10::IValue& want) {
   flatten(got, g);
   flatten(want, w);
   ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) EXPECT_TRUE(torch::allclose(g[i], w[i], 1e-4, 1e-5)) << "output " << i;
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_TRUE(torch::allclose(g[i], w[i], 1e-4, 1e-5)) << "output " << i;
 }
 
 // Captures, records the text, and checks the graph computes what fn does.
-void check(const std::string& name, torch::nn::Module* root, const fx::CaptureFunction& fn, const Inputs& inputs) {
+void check(const std::string& name, torch::nn::Module* root, const fx::CaptureFunction& fn,
+           const Inputs& inputs) {
   torch::manual_seed(0);
   fx::CaptureOptions options;
   options.input_names = {"x", "y"};
@@ -83,15 +86,17 @@ TEST(CaptureConformance, Functional) {
 
 TEST(CaptureConformance, StockMlpForward) {
   auto m = mlp();
-  check("mlp_forward", m.ptr().get(), [&](const Inputs& in) -> c10::IValue { return m->forward(in[0].toTensor()); },
+  check("mlp_forward", m.ptr().get(),
+        [&](const Inputs& in) -> c10::IValue { return m->forward(in[0].toTensor()); },
         {torch::randn({3, 8})});
 }
 
 TEST(CaptureConformance, StockMlpGrad) {
   auto m = mlp();
-  check("mlp_grad", m.ptr().get(),
-        [&](const Inputs& in) -> c10::IValue { return loss_and_grads(*m, m->forward(in[0].toTensor()).sum()); },
-        {torch::randn({3, 8})});
+  check(
+      "mlp_grad", m.ptr().get(),
+      [&](const Inputs& in) -> c10::IValue { return loss_and_grads(*m, m->forward(in[0].toTensor()).sum()); },
+      {torch::randn({3, 8})});
 }
 
 c10::IValue run_module(fx::Module& m, const Inputs& in) {
@@ -129,14 +134,16 @@ TEST(CaptureConformance, MobilenetV2Grad) {
 }
 
 TEST(CaptureConformance, TransformerEncoderLayerEval) {
-  auto m = std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
+  auto m =
+      std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
   m->eval();
   check("encoder_layer_eval", m.get(), [&](const Inputs& in) { return run_module(*m, in); },
         {torch::randn({2, 5, 16})});
 }
 
 TEST(CaptureConformance, TransformerEncoderLayerGrad) {
-  auto m = std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
+  auto m =
+      std::make_shared<fx::nn::TransformerEncoderLayer>(16, 4, 32, 0.0, "relu", 1e-5, /*batch_first=*/true);
   m->train();
   check("encoder_layer_grad", m.get(),
         [&](const Inputs& in) { return loss_and_grads(*m, run_module(*m, in).toTensor().sum()); },

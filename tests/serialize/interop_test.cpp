@@ -67,14 +67,17 @@ TEST_P(FromTorchFx, LoadsWithTheSameTextAndOutputs) {
     EXPECT_TRUE(torch::allclose(outputs[i], io.at("out." + std::to_string(i)), 1e-4, 1e-5)) << "output " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx, testing::Values("functional", "resnet18", "mobilenet_v2", "make_fx"));
+INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx,
+                         testing::Values("functional", "resnet18", "mobilenet_v2", "make_fx"));
 
 // fxcpp's graph text, code, inputs and outputs beside its file, for interop.py check.
 void write_for_python(const std::string& name, fx::GraphModule& gm, const std::vector<at::Tensor>& inputs) {
   fs::create_directories(kData + "/cpp");
   const std::string base = kData + "/cpp/" + name;
   fx::save(gm, base + ".fxg");
-  std::ofstream(base + ".json") << nlohmann::json{{"graph", gm.graph().to_string()}, {"code", gm.code()}}.dump();
+  std::ofstream(base + ".json") << nlohmann::json{
+      {"graph", gm.graph().to_string()},
+      {"code", gm.code()}}.dump();
   std::vector<c10::IValue> in(inputs.begin(), inputs.end());
   torch::NoGradGuard no_grad;
   auto outputs = flat(gm.run(in));
@@ -82,7 +85,8 @@ void write_for_python(const std::string& name, fx::GraphModule& gm, const std::v
   for (size_t i = 0; i < inputs.size(); ++i) io.insert("in." + std::to_string(i), inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) io.insert("out." + std::to_string(i), outputs[i]);
   std::vector<char> bytes = torch::pickle_save(io);
-  std::ofstream(base + ".io.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(base + ".io.pt", std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   // And it reads back here.
   auto back = fx::load(base + ".fxg");
   EXPECT_EQ(back->code(), gm.code());
