@@ -73,6 +73,24 @@ std::unique_ptr<GraphModule> capture(torch::nn::Module& root, const CaptureFunct
                                      const std::vector<c10::IValue>& example_inputs,
                                      const CaptureOptions& options = {});
 
+// A stock torch::nn module called on one tensor (`fx::capture_module(conv, x)`
+// for a torch::nn::Conv2d, Sequential, LSTM, ...): its forward as the code
+// would call it, its parameters and buffers named by path. (Not an overload
+// of capture: a holder's templated operator() breaks overload resolution
+// against CaptureFunction.)
+template <class Holder>
+requires requires(Holder& h, const at::Tensor& t) {
+  c10::IValue(h->forward(t));
+  h.ptr();
+}
+std::unique_ptr<GraphModule> capture_module(Holder& module, const at::Tensor& example_input,
+                                            const CaptureOptions& options = {}) {
+  auto forward = [&module](const std::vector<c10::IValue>& in) -> c10::IValue {
+    return c10::IValue(module->forward(in[0].toTensor()));
+  };
+  return capture(*module.ptr(), forward, {example_input}, options);
+}
+
 // An fx::Module's forward, run eagerly; inputs are named after forward's
 // parameters unless options name them.
 std::unique_ptr<GraphModule> capture(Module& module, const std::vector<c10::IValue>& example_inputs,

@@ -251,4 +251,45 @@ TEST(Capture, CapturedGraphsAreOrdinaryGraphs) {
   EXPECT_TRUE(torch::allclose(loaded->run({x}).toTensor(), f({x}).toTensor()));
 }
 
+TEST(Capture, StockModulesAsTheyAre) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).padding(1)),
+                            torch::nn::BatchNorm2d(4), torch::nn::ReLU());
+  net->eval();
+  auto x = torch::randn({1, 3, 8, 8});
+  auto gm = fx::capture_module(net, x);
+  EXPECT_NE(gm->code().find("torch.ops.aten.convolution.default(arg0_1, _0_weight, _0_bias, [1, 1], [1, 1]"),
+            std::string::npos)
+      << gm->code();
+  EXPECT_NE(gm->code().find("_1_running_mean = getattr(self, \"1\").running_mean"), std::string::npos)
+      << gm->code();
+  auto y = torch::randn({2, 3, 8, 8});
+  EXPECT_TRUE(torch::allclose(gm->run({y}).toTensor(), net->forward(y), 1e-4, 1e-5));
+
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(4, 6).batch_first(true));
+  auto seq = torch::randn({2, 5, 4});
+  auto lstm_gm = fx::capture_module(lstm, seq);
+  auto got = lstm_gm->run({seq}).toTupleRef().elements();
+  auto [want, state] = lstm->forward(seq);
+  EXPECT_TRUE(torch::allclose(got[0].toTensor(), want, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(got[1].toTupleRef().elements()[1].toTensor(), std::get<1>(state), 1e-4, 1e-5));
+
+  // LibTorch's MultiheadAttention compares query and key with torch::equal to
+  // pick its self-attention path: data-dependent, refused by name unless
+  // allowed.
+  torch::nn::MultiheadAttention attention(8, 2);
+  auto q = torch::randn({5, 2, 8});
+  auto attend = [&](const Inputs& in) -> c10::IValue {
+    auto [out, weights] = attention->forward(in[0].toTensor(), in[0].toTensor(), in[0].toTensor());
+    return c10::ivalue::Tuple::create({out, weights});
+  };
+  EXPECT_NE(
+      message_of([&] { fx::capture(*attention.ptr(), attend, {q}); }).find("aten::equal reads tensor data"),
+      std::string::npos);
+  auto mha = fx::capture(*attention.ptr(), attend, {q},
+                         with([](fx::CaptureOptions& o) { o.allow_data_dependent = true; }));
+  auto [out, weights] = attention->forward(q, q, q);
+  EXPECT_TRUE(torch::allclose(mha->run({q}).toTupleRef().elements()[0].toTensor(), out, 1e-4, 1e-5));
+}
+
 }  // namespace
