@@ -5,10 +5,12 @@
 #include "recorder.h"
 
 #include <fx/error.h>
+#include <fx/value.h>
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace fx::capture_detail {
@@ -16,6 +18,7 @@ namespace fx::capture_detail {
 namespace {
 
 thread_local Recorder* active_recorder = nullptr;
+std::atomic<int> captures_running{0};
 
 template <c10::DispatchKey key>
 void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
@@ -24,9 +27,16 @@ void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
     r->on_operator(op, keys, stack);
     return;
   }
-  // The key is only ever on while a recorder is: this is a thread that
-  // inherited the thread-local key set (an intra-op worker); run the
-  // operator as if capture were not there.
+  // The key is on, but this thread is not capturing: it inherited the
+  // capturing thread's dispatch state (at::launch, a JIT fork) and runs part
+  // of the captured code, which the graph would miss. (Kernels' own worker
+  // threads inherit the key excluded and never get here.)
+  if (captures_running.load() > 0)
+    throw TraceError(
+        "capture: " + op.schema().name() +
+        " ran on another thread than the one capturing (it inherited the capture's dispatch state, "
+        "as at::launch passes it on); fx::capture records the operators of one thread. Run this "
+        "part of the code on the capturing thread");
   c10::impl::ExcludeDispatchKeyGuard off(key);
   op.redispatchBoxed(keys.remove(key), stack);
 }
@@ -67,9 +77,13 @@ void run_recording(Recorder& recorder, const std::function<void()>& body) {
         "capture: a capture is already running on this thread; fx::capture cannot be called from "
         "inside the function being captured");
   struct Deactivate {
-    ~Deactivate() { active_recorder = nullptr; }
+    ~Deactivate() {
+      active_recorder = nullptr;
+      --captures_running;
+    }
   } deactivate;
   active_recorder = &recorder;
+  ++captures_running;
   c10::impl::IncludeDispatchKeyGuard on(recorder.key());
   body();
 }

@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/Parallel.h>
+
+#include <future>
 #include <thread>
 
 namespace {
@@ -190,6 +193,25 @@ TEST(Capture, OtherThreadsAreNotRecorded) {
   auto gm = fx::capture(f, {torch::randn({2})});
   EXPECT_EQ(gm->code().find("ones"), std::string::npos) << gm->code();
   EXPECT_NE(gm->code().find("_tensor_constant0"), std::string::npos) << gm->code();
+}
+
+TEST(Capture, WorkLaunchedOnOtherThreadsIsRefused) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor(), y;
+    std::promise<void> done;
+    at::launch([&] {
+      try {
+        y = x * 2;
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+    done.get_future().get();
+    return y;
+  };
+  std::string msg = message_of([&] { fx::capture(f, {torch::randn({2})}); });
+  EXPECT_NE(msg.find("aten::mul ran on another thread than the one capturing"), std::string::npos) << msg;
 }
 
 TEST(Capture, StructuredInputsKeepTheirStructure) {
