@@ -5,6 +5,7 @@
 #include <fx/graph_module_file.h>
 #include <fx/passes/cse.h>
 #include <fx/passes/dead_code_elimination.h>
+#include <fx/passes/shape_prop.h>
 #include <fx/value.h>
 
 #include <gtest/gtest.h>
@@ -70,6 +71,14 @@ TEST(Capture, RunsLikeTheCode) {
       fx::capture(*net, [&](const Inputs& in) -> c10::IValue { return net->forward(in[0].toTensor()); }, {x});
   auto y = torch::randn({7, 4});
   EXPECT_TRUE(torch::allclose(gm->run({y}).toTensor(), net->forward(y)));
+  // Every node bound to a tensor has its tensor_meta, as after shape_prop;
+  // seen below autograd, as make_fx sees them: requires_grad is false.
+  torch::NoGradGuard no_grad;
+  fx::Node* result = gm->graph().output_node()->args()[0].node();
+  ASSERT_NE(result, nullptr);
+  const auto* meta = result->meta().get<fx::passes::TensorMetadata>("tensor_meta");
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(*meta, fx::passes::extract_tensor_metadata(net->forward(x)));
 }
 
 TEST(Capture, TensorsFromOutsideBecomeConstants) {

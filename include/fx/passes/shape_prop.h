@@ -48,6 +48,7 @@ struct QParams {
   std::vector<double> zero_point;  // integers, except for per_channel_affine_float_qparams
   std::optional<int64_t> axis;     // per-channel schemes
   bool per_channel() const { return axis.has_value(); }
+  bool operator==(const QParams&) const = default;
 };
 
 // torch.fx.passes.shape_prop.TensorMetadata: what a tensor value looked like.
