@@ -7,6 +7,15 @@ import torch.nn as nn
 import torchvision.models as tvm
 
 
+def training_step(m, output=lambda y: y):
+    """forward, the sum of the output as the loss, and the gradients of the
+    parameters (what the C++ side's loss_and_grads does)."""
+    def step(x):
+        loss = output(m(x)).sum()
+        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
+    return step
+
+
 def functional():
     def f(x, y):
         z = torch.add(x, y, alpha=2)
@@ -26,11 +35,7 @@ def mlp_forward():
 
 def mlp_grad():
     m = mlp()
-
-    def step(x):
-        loss = m(x).sum()
-        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
-    return m, step, (torch.randn(3, 8),)
+    return m, training_step(m), (torch.randn(3, 8),)
 
 
 def resnet18_eval():
@@ -40,11 +45,7 @@ def resnet18_eval():
 
 def resnet18_grad():
     m = tvm.resnet18().train()
-
-    def step(x):
-        loss = m(x).sum()
-        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
-    return m, step, (torch.randn(2, 3, 64, 64),)
+    return m, training_step(m), (torch.randn(2, 3, 64, 64),)
 
 
 def mobilenet_v2_eval():
@@ -54,11 +55,7 @@ def mobilenet_v2_eval():
 
 def mobilenet_v2_grad():
     m = tvm.mobilenet_v2().train()
-
-    def step(x):
-        loss = m(x).sum()
-        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
-    return m, step, (torch.randn(2, 3, 32, 32),)
+    return m, training_step(m), (torch.randn(2, 3, 32, 32),)
 
 
 def encoder_layer_eval():
@@ -68,20 +65,12 @@ def encoder_layer_eval():
 
 def encoder_layer_grad():
     m = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True).train()
-
-    def step(x):
-        loss = m(x).sum()
-        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
-    return m, step, (torch.randn(2, 5, 16),)
+    return m, training_step(m), (torch.randn(2, 5, 16),)
 
 
 def lstm_grad():
     m = nn.LSTM(8, 16, num_layers=1, batch_first=True)
-
-    def step(x):
-        loss = m(x)[0].sum()
-        return loss, list(torch.autograd.grad(loss, list(m.parameters())))
-    return m, step, (torch.randn(2, 5, 8),)
+    return m, training_step(m, lambda y: y[0]), (torch.randn(2, 5, 8),)
 
 
 def lstm_forward():
