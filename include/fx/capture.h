@@ -43,9 +43,11 @@ struct CaptureOptions {
   // false records them as called.
   bool decompose = true;
   // Record in-place and out= operators as their out-of-place equivalents
-  // (add_ -> add) and write updates of inputs and attributes back with
-  // copy_ before the output. Without it, an in-place update of an input is
-  // an fx::TraceError.
+  // (add_ -> add), write updates made through views into their bases
+  // (select_scatter, slice_scatter, ...), replay views whose base changed,
+  // and write updates of inputs and attributes back with copy_ after the
+  // outputs: make_fx(functionalize(f)). Without it, an in-place update of an
+  // input is an fx::TraceError.
   bool functionalize = false;
   // Record operators whose result depends on tensor data (item, nonzero,
   // unique, ...) as they ran, specializing the graph on this run. Without

@@ -1,6 +1,6 @@
 // CaptureOptions::functionalize: in-place and out= operators recorded as
 // their out-of-place equivalents, updates of inputs and attributes written
-// back with copy_ before the output.
+// back with copy_ once the outputs are read. Updates through views: views.cpp.
 #include "recorder.h"
 
 #include <mutex>
@@ -77,7 +77,7 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
   if (written.empty()) return false;
 
   const c10::OperatorHandle* functional = functional_variant(op);
-  const std::string name = s.name() + (s.overload_name().empty() ? "" : "." + s.overload_name());
+  const std::string name = operator_name(op);
   if (!functional)
     fail(name + " updates its argument '" + formals[written[0]].name() +
          "' in place and has no out-of-place overload to record instead; functionalize cannot record it");
@@ -86,19 +86,18 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
          " tensors but its out-of-place overload returns " +
          std::to_string(functional->schema().returns().size()) + "; functionalize cannot pair them");
 
-  // Which tensors get updated, and what each stood for before the update.
+  // Which tensors get updated, and what the tensor owning each one's
+  // storage (itself, or the base of a view) stood for before the update.
   struct Update {
     at::Tensor tensor;
+    at::Tensor base;
     Node* before;
   };
   std::vector<Update> updates;
   for (size_t i : written) {
     const at::Tensor& t = (*stack)[first + i].toTensor();
-    if (aliased_.count(t.unsafeGetTensorImpl()))
-      fail(name + " updates '" + formals[i].name() +
-           "', a view of another tensor or a tensor with views, in place; functionalize records updates of "
-           "tensors without views only (the other views would not see the update). Update a copy instead");
-    updates.push_back({t, node_of(t)});
+    const at::Tensor& base = base_of(t);
+    updates.push_back({t, base, node_of(base)});
   }
 
   // The out-of-place call on the same arguments, matched by name.
@@ -111,30 +110,32 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
   redispatch(op, keys, stack);  // the real update, so that eager values stay right
 
   for (size_t k = 0; k < updates.size(); ++k) {
-    const at::Tensor& t = updates[k].tensor;
-    Node* before = updates[k].before;
-    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    const Update& u = updates[k];
+    const c10::TensorImpl* impl = u.base.unsafeGetTensorImpl();
     if (!mutated_set_.count(impl)) {
       // An input or an attribute: its final value is written back.
-      if (before && before->op() == Op::placeholder) {
-        mutated_.push_back({WeakImpl(t.getIntrusivePtr()), before, ""});
+      if (u.before && u.before->op() == Op::placeholder) {
+        mutated_.push_back({u.base, u.before, ""});
         mutated_set_.insert(impl);
-      } else if (!before) {
+      } else if (!u.before) {
         auto root = root_tensors_.find(impl);
         auto constant = constants_.find(impl);
-        std::string path = root != root_tensors_.end() ? root->second.path : constant->second.path;
-        mutated_.push_back({WeakImpl(t.getIntrusivePtr()), nullptr, path});
-        mutated_set_.insert(impl);
+        if (root != root_tensors_.end() || constant != constants_.end()) {
+          mutated_.push_back({u.base, nullptr, root != root_tensors_.end() ? root->second.path : constant->second.path});
+          mutated_set_.insert(impl);
+        }
       }
     }
-    bind(t, updates.size() == 1 ? node : getitem(node, static_cast<int64_t>(k)));
+    bind(u.tensor, updates.size() == 1 ? node : getitem(node, static_cast<int64_t>(k)));
+    updated_in_place(u.tensor);
   }
   return true;
 }
 
 void Recorder::write_back_mutations() {
   for (const Mutated& m : mutated_) {
-    Node* latest = tracked_.at(m.impl._unsafe_get_target()).node;
+    sync(m.tensor);  // updates through its views, still pending
+    Node* latest = node_of(m.tensor);
     Node* dest = m.original ? m.original : graph_->get_attr(m.attribute);
     graph_->create_node(Op::call_function, "torch.ops.aten.copy_.default", {dest, latest}, {}, "copy_");
   }

@@ -85,7 +85,8 @@ Argument Recorder::output_argument(const c10::IValue& v, std::vector<Argument>* 
 
 void Recorder::finish(const c10::IValue& result,
                       const std::vector<std::pair<std::string, at::Tensor>>* grads) {
-  write_back_mutations();
+  // The outputs are read (and, under functionalize, synced) before the
+  // updated inputs are written back, as functionalize(f) does.
   if (structured_) {
     if (grads) fail("a training step's inputs must be tensors (its output adds a dict of gradients)");
     std::vector<Argument> leaves;
@@ -93,6 +94,7 @@ void Recorder::finish(const c10::IValue& result,
     info.out_spec = TreeSpec();
     output_argument(result, &leaves, &*info.out_spec);
     graph_->set_pytree_info(std::move(info));
+    write_back_mutations();
     graph_->output(List{std::move(leaves)});
     return;
   }
@@ -102,6 +104,7 @@ void Recorder::finish(const c10::IValue& result,
     for (const auto& [path, grad] : *grads) by_path.items.emplace_back(path, tensor_argument(grad));
     out = Tuple{{std::move(out), std::move(by_path)}};
   }
+  write_back_mutations();
   graph_->output(std::move(out));
 }
 

@@ -32,11 +32,6 @@ std::string packet_name(const c10::FunctionSchema& s) {
   return colons == std::string::npos ? full : full.substr(colons + 2);
 }
 
-std::string operator_name(const c10::OperatorHandle& op) {
-  const auto& s = op.schema();
-  return s.name() + (s.overload_name().empty() ? "" : "." + s.overload_name());
-}
-
 c10::TypePtr element_type(const c10::TypePtr& type) {
   if (!type) return nullptr;
   c10::TypePtr t = type;
@@ -53,6 +48,11 @@ bool is_kind(const c10::TypePtr& type, c10::TypeKind kind) {
 }
 
 }  // namespace
+
+std::string operator_name(const c10::OperatorHandle& op) {
+  const auto& s = op.schema();
+  return s.name() + (s.overload_name().empty() ? "" : "." + s.overload_name());
+}
 
 Recorder::Recorder(const CaptureOptions& options, torch::nn::Module* root)
     : options_(options),
@@ -122,6 +122,7 @@ std::string Recorder::constant_name(const at::Tensor& t) {
 
 Argument Recorder::tensor_argument(const at::Tensor& t) {
   if (!t.defined()) return None;
+  sync(t);
   if (Node* n = node_of(t)) return n;
   std::string path;
   auto root = root_tensors_.find(t.unsafeGetTensorImpl());
@@ -235,23 +236,29 @@ Node* Recorder::create_call(const c10::OperatorHandle& op, const torch::jit::Sta
 
 void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack,
                       size_t first) {
-  Node* node = create_call(op, *stack, first);
-  // Which inputs a view output aliases, before the call consumes them.
-  std::vector<const c10::TensorImpl*> inputs;
-  for (size_t i = first; i < stack->size(); ++i)
-    if ((*stack)[i].isTensor()) inputs.push_back((*stack)[i].toTensor().unsafeGetTensorImpl());
+  // functionalize: a view op reads its `self` as it is (without syncing
+  // it), and its results remember how they were made.
+  const bool view = options_.functionalize && (*stack)[first].isTensor() && is_view_op(op);
+  Node* node;
+  {
+    reads_sync_ = !view;
+    struct Restore {
+      bool& flag;
+      ~Restore() { flag = true; }
+    } restore{reads_sync_};
+    node = create_call(op, *stack, first);
+  }
+  at::Tensor self;
+  torch::jit::Stack view_args;
+  if (view) {
+    self = (*stack)[first].toTensor();
+    view_args.assign(stack->begin() + static_cast<std::ptrdiff_t>(first) + 1, stack->end());
+  }
   redispatch(op, keys, stack);
   const size_t returns = op.schema().returns().size();
   const size_t out_first = stack->size() - returns;
-  bool is_view = false;
-  for (const auto& r : op.schema().returns())
-    if (r.alias_info() && !r.alias_info()->isWrite()) is_view = true;
-  if (is_view) {
-    aliased_.insert(inputs.begin(), inputs.end());
-    for (size_t i = out_first; i < stack->size(); ++i)
-      if ((*stack)[i].isTensor()) aliased_.insert((*stack)[i].toTensor().unsafeGetTensorImpl());
-  }
   bind_outputs(node, *stack, out_first, returns);
+  if (view) note_views(op, self, std::move(view_args), *stack, out_first);
 }
 
 void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet keys,

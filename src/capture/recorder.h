@@ -97,6 +97,42 @@ class Recorder {
   void redispatch(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
   Node* create_call(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first);
   void write_back_mutations();
+
+  // Views under functionalize (views.cpp).
+  struct ViewStep {
+    const c10::OperatorHandle* op;
+    torch::jit::Stack args;  // the arguments after `self`
+    int64_t output;          // the element of a list result, or -1
+  };
+  // How a tensor is made from the tensor that owns its storage (its base);
+  // a base that has views has an entry with no steps.
+  struct Alias {
+    WeakImpl impl;
+    at::Tensor base;  // kept alive: the views are replayed from it
+    std::vector<ViewStep> steps;
+    uint64_t generation;  // of the base's updates this alias has seen
+  };
+  // The alias entry of `t`, or aliases_.end(). Autograd may hand the code a
+  // shallow copy of a view op's result (a new TensorImpl, as with saved
+  // outputs): an entry with the same storage and geometry is t's too.
+  std::unordered_map<const c10::TensorImpl*, Alias>::iterator find_alias(const at::Tensor& t);
+  // An update through a view, not yet written into the base.
+  struct Pending {
+    std::vector<ViewStep> steps;
+    at::Tensor value;  // bound to the node of the updated view's new value
+  };
+  torch::jit::Stack call(const c10::OperatorHandle& op, torch::jit::Stack stack, Node** node);
+  at::Tensor replay(const at::Tensor& parent, const ViewStep& step);
+  at::Tensor inverse(const at::Tensor& parent, const at::Tensor& updated, const ViewStep& step);
+  void note_views(const c10::OperatorHandle& op, const at::Tensor& self, torch::jit::Stack args,
+                  const torch::jit::Stack& outputs, size_t first);
+  at::Tensor base_of(const at::Tensor& t);
+  // After `t` was bound to its updated value: the update is pending on its
+  // base, and the other aliases are stale.
+  void updated_in_place(const at::Tensor& t);
+  // Before `t` is read: pending updates are written into its base, and `t`
+  // is replayed from the base if the base changed since `t` was bound.
+  void sync(const at::Tensor& t);
   [[noreturn]] void fail(const std::string& message) const;
   std::string describe(const Node* n) const;
 
@@ -127,13 +163,26 @@ class Recorder {
   // Operators being run as their decompositions, outermost first: an error
   // names the operator the user called.
   std::vector<const c10::OperatorHandle*> decomposing_;
-  // Tensors that are views of other tensors, or have views (functionalize
-  // refuses to update them: the other aliases would not see the update).
-  std::unordered_set<const c10::TensorImpl*> aliased_;
+  // functionalize: aliases by TensorImpl, updates made per base, pending
+  // updates per base. Reads sync, except a view op's read of its `self`
+  // and the graph's own bookkeeping calls (as PyTorch's functionalization).
+  std::unordered_map<const c10::TensorImpl*, Alias> aliases_;
+  // Where each view lies in its storage (its entry's key is pinned by the
+  // entry's WeakImpl): find_alias's fallback.
+  struct Geometry {
+    const c10::TensorImpl* impl;
+    int64_t offset;
+    c10::SmallVector<int64_t, 5> sizes, strides;
+    c10::ScalarType dtype;
+  };
+  std::unordered_map<const c10::StorageImpl*, std::vector<Geometry>> alias_tensors_;  // by storage
+  std::unordered_map<const c10::TensorImpl*, uint64_t> updates_;
+  std::unordered_map<const c10::TensorImpl*, std::vector<Pending>> pending_;
+  bool reads_sync_ = true;
   // Inputs and attributes updated in place under functionalize, in the
   // order of their first update: written back before the output.
   struct Mutated {
-    WeakImpl impl;
+    at::Tensor tensor;
     Node* original;         // the placeholder, or nullptr for an attribute
     std::string attribute;  // the attribute's path
   };
@@ -148,5 +197,11 @@ void run_recording(Recorder& recorder, const std::function<void()>& body);
 // The out-of-place operator that computes what `op` (in-place or out=)
 // writes, or nullptr: add_.Tensor -> add.Tensor, add.out -> add.Tensor.
 const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
+
+// `aten::add_.Tensor`, the name errors use.
+std::string operator_name(const c10::OperatorHandle& op);
+
+// True for an operator whose result aliases an argument (`Tensor(a)`).
+bool is_view_op(const c10::OperatorHandle& op);
 
 }  // namespace fx::capture_detail

@@ -46,20 +46,30 @@ void expect_same_values(const c10::IValue& got, const c10::IValue& want) {
     EXPECT_TRUE(torch::allclose(g[i], w[i], 1e-4, 1e-5)) << "output " << i;
 }
 
-// Captures, records the text, and checks the graph computes what fn does.
+Inputs clones(const Inputs& inputs) {
+  Inputs out;
+  for (const auto& v : inputs) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+  return out;
+}
+
+// Captures, records the text, and checks the graph computes what fn does:
+// the same outputs, and the same updates of its inputs (functionalize).
 void check(const std::string& name, torch::nn::Module* root, const fx::CaptureFunction& fn,
-           const Inputs& inputs) {
+           const Inputs& inputs, bool functionalize = false) {
   torch::manual_seed(0);
   fx::CaptureOptions options;
   options.input_names = {"x", "y"};
   options.input_names.resize(inputs.size());
-  auto gm = root ? fx::capture(*root, fn, inputs, options) : fx::capture(fn, inputs, options);
+  options.functionalize = functionalize;
+  auto gm = root ? fx::capture(*root, fn, clones(inputs), options) : fx::capture(fn, clones(inputs), options);
   actual()[name] = {{"graph", gm->graph().to_string()}, {"code", gm->code()}};
   // The same random numbers (dropout) for both runs.
+  Inputs eager_inputs = clones(inputs), graph_inputs = clones(inputs);
   torch::manual_seed(1);
-  c10::IValue want = fn(inputs);
+  c10::IValue want = fn(eager_inputs);
   torch::manual_seed(1);
-  expect_same_values(gm->run(inputs), want);
+  expect_same_values(gm->run(graph_inputs), want);
+  expect_same_values(c10::ivalue::Tuple::create(graph_inputs), c10::ivalue::Tuple::create(eager_inputs));
 }
 
 c10::IValue tuple(std::vector<c10::IValue> items) { return c10::ivalue::Tuple::create(std::move(items)); }
@@ -165,6 +175,66 @@ TEST(CaptureConformance, LstmForward) {
   check("lstm_forward", m.get(),
         [&](const Inputs& in) -> c10::IValue { return run_module(*m, in).toTupleRef().elements()[0]; },
         {torch::randn({2, 5, 8})});
+}
+
+// In-place updates of views under functionalize (make_fx(functionalize(f))).
+void check_functionalized(const std::string& name, const fx::CaptureFunction& fn) {
+  check(name, nullptr, fn, {torch::randn({4, 3})}, /*functionalize=*/true);
+}
+
+TEST(CaptureConformance, UpdateThroughASelect) {
+  check_functionalized("update_through_select", [](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor() * 2;
+    y.select(0, 0).add_(1);
+    return y;
+  });
+}
+
+TEST(CaptureConformance, UpdateOfAnInputThroughAView) {
+  check_functionalized("update_input_through_view", [](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    x.view({-1}).mul_(2);
+    return x + 1;
+  });
+}
+
+TEST(CaptureConformance, ViewReadAfterItsBaseChanged) {
+  check_functionalized("view_after_base_update", [](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor() * 1;
+    y.add_(1);
+    auto z = y[0];
+    y.mul_(3);
+    return z;
+  });
+}
+
+TEST(CaptureConformance, UpdatesThroughSplitAndNestedViews) {
+  check_functionalized("split_and_nested_views", [](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor().clone();
+    auto parts = y.split(2);
+    parts[1].zero_();
+    y.unsqueeze(0).squeeze(0).mul_(2);
+    return y;
+  });
+}
+
+TEST(CaptureConformance, ViewOfAnUpdatedViewIsRead) {
+  check_functionalized("read_updated_view", [](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor().clone();
+    auto a = y[0];
+    a.add_(1);
+    return tuple({a * 2, y});
+  });
+}
+
+TEST(CaptureConformance, OutputAliasOfAnUpdatedBase) {
+  check_functionalized("output_alias_of_updated_base", [](const Inputs& in) -> c10::IValue {
+    using torch::indexing::Slice;
+    auto y = in[0].toTensor().clone();
+    auto a = y.transpose(0, 1);
+    a.index({Slice(1)}).add_(1);
+    return tuple({y, a});
+  });
 }
 
 }  // namespace

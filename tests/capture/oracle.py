@@ -10,6 +10,7 @@ try:
     import torch
     import torch.fx
     from torch.fx.experimental.proxy_tensor import make_fx
+    from functorch import functionalize
     import torchvision  # noqa: F401
 except ImportError:
     print('torch or torchvision is not importable; skipping', file=sys.stderr)
@@ -17,7 +18,7 @@ except ImportError:
 
 import os
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from programs import PROGRAMS  # noqa: E402
+from programs import FUNCTIONALIZED, PROGRAMS  # noqa: E402
 
 
 def node_name(graph, node):
@@ -87,6 +88,8 @@ def main():
     for name, build in PROGRAMS.items():
         torch.manual_seed(0)
         root, fn, inputs = build()
+        if build in FUNCTIONALIZED:
+            fn = functionalize(fn)
         gm = make_fx(fn)(*inputs)
         g = normalize(gm, root)
         out[name] = {'graph': str(g).replace('[#users=', '[num_users='),

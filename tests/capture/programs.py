@@ -78,6 +78,63 @@ def lstm_forward():
     return m, lambda x: m(x)[0], (torch.randn(2, 5, 8),)
 
 
+# In-place updates of views: make_fx(functionalize(f)) is the oracle.
+def update_through_select():
+    def f(x):
+        y = x * 2
+        y.select(0, 0).add_(1)
+        return y
+    return None, f, (torch.randn(4, 3),)
+
+
+def update_input_through_view():
+    def f(x):
+        x.view(-1).mul_(2)
+        return x + 1
+    return None, f, (torch.randn(4, 3),)
+
+
+def view_after_base_update():
+    def f(x):
+        y = x * 1
+        y.add_(1)
+        z = y[0]
+        y.mul_(3)
+        return z
+    return None, f, (torch.randn(4, 3),)
+
+
+def split_and_nested_views():
+    def f(x):
+        y = x.clone()
+        p, q = y.split(2)
+        q.zero_()
+        y.unsqueeze(0).squeeze(0).mul_(2)
+        return y
+    return None, f, (torch.randn(4, 3),)
+
+
+def read_updated_view():
+    def f(x):
+        y = x.clone()
+        a = y[0]
+        a.add_(1)
+        return a * 2, y
+    return None, f, (torch.randn(4, 3),)
+
+
+def output_alias_of_updated_base():
+    def f(x):
+        y = x.clone()
+        a = y.transpose(0, 1)
+        a[1:].add_(1)
+        return y, a
+    return None, f, (torch.randn(4, 3),)
+
+
+FUNCTIONALIZED = [update_through_select, update_input_through_view, view_after_base_update,
+                  split_and_nested_views, read_updated_view, output_alias_of_updated_base]
+
 PROGRAMS = {f.__name__: f for f in [functional, mlp_forward, mlp_grad, resnet18_eval, resnet18_grad,
                                     mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, encoder_layer_grad,
-                                    lstm_forward, lstm_grad]}
+                                    lstm_forward, lstm_grad] + FUNCTIONALIZED}
