@@ -70,6 +70,9 @@ void register_fallback() {
 
 }  // namespace
 
+bool this_thread_captures() { return active_recorder != nullptr; }
+bool captures_are_running() { return captures_running.load() > 0; }
+
 void run_recording(Recorder& recorder, const std::function<void()>& body) {
   register_fallback();
   if (active_recorder)
@@ -82,6 +85,7 @@ void run_recording(Recorder& recorder, const std::function<void()>& body) {
       --captures_running;
     }
   } deactivate;
+  watch_other_threads(/*first_capture=*/captures_running.load() == 0);
   active_recorder = &recorder;
   ++captures_running;
   c10::impl::IncludeDispatchKeyGuard on(recorder.key());

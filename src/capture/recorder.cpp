@@ -106,6 +106,12 @@ void Recorder::bind(const at::Tensor& t, Node* n) {
 std::string Recorder::constant_name(const at::Tensor& t) {
   auto it = constants_.find(t.unsafeGetTensorImpl());
   if (it != constants_.end()) return it->second.path;
+  if (made_on_another_thread(t))
+    fail("a tensor made on another thread while the capture ran is used" +
+         (last_operator_ ? " (the last operator called: " + operator_name(*last_operator_) + ")" : std::string()) +
+         "; fx::capture records the operators of the capturing thread only, so the graph could hold it "
+         "only as a constant of this run. Compute it on the capturing thread, or before the capture "
+         "starts (it is then a constant of the graph)");
   // make_fx: nn.Parameters become _param_constant<i>, other tensors
   // _tensor_constant<i>; C++ has no Parameter type, and a leaf that
   // requires grad is what a parameter is.

@@ -198,6 +198,18 @@ void run_recording(Recorder& recorder, const std::function<void()>& body);
 // writes, or nullptr: add_.Tensor -> add.Tensor, add.out -> add.Tensor.
 const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
 
+// Whether a capture runs on this thread, and on any thread (dispatch_mode.cpp).
+bool this_thread_captures();
+bool captures_are_running();
+
+// Starts noting the CPU allocations of threads that do not capture
+// (other_threads.cpp); `first_capture` (no other capture running) forgets
+// the previous captures' notes.
+void watch_other_threads(bool first_capture);
+// True if `t`'s storage was allocated by a thread that was not capturing,
+// while a capture ran.
+bool made_on_another_thread(const at::Tensor& t);
+
 // `aten::add_.Tensor`, the name errors use.
 std::string operator_name(const c10::OperatorHandle& op);
 

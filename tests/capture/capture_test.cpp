@@ -259,14 +259,31 @@ TEST(Capture, BadInputsAndThrowingFunctions) {
   EXPECT_NO_THROW(fx::capture(id, {torch::randn({2})}));
 }
 
-TEST(Capture, OtherThreadsAreNotRecorded) {
+TEST(Capture, TensorsMadeOnOtherThreadsDuringTheCaptureAreRefused) {
   at::Tensor from_thread;
   auto f = [&](const Inputs& in) -> c10::IValue {
     std::thread t([&] { from_thread = torch::ones({2}) * 3; });
     t.join();
     return in[0].toTensor() + from_thread;
   };
-  auto gm = fx::capture(f, {torch::randn({2})});
+  std::string msg = message_of([&] { fx::capture(f, {torch::randn({2})}); });
+  EXPECT_NE(msg.find("a tensor made on another thread while the capture ran is used (the last operator "
+                     "called: aten::add.Tensor)"),
+            std::string::npos)
+      << msg;
+
+  // Returned as it is: refused too.
+  msg = message_of([&] {
+    fx::capture([&](const Inputs&) -> c10::IValue { return std::async(std::launch::async, [] { return torch::zeros({3}); }).get(); },
+                {torch::randn({2})});
+  });
+  EXPECT_NE(msg.find("made on another thread"), std::string::npos) << msg;
+
+  // Made on another thread before the capture: a constant, as any tensor
+  // from outside.
+  std::thread([&] { from_thread = torch::ones({2}) * 3; }).join();
+  auto gm = fx::capture([&](const Inputs& in) -> c10::IValue { return in[0].toTensor() + from_thread; },
+                        {torch::randn({2})});
   EXPECT_EQ(gm->code().find("ones"), std::string::npos) << gm->code();
   EXPECT_NE(gm->code().find("_tensor_constant0"), std::string::npos) << gm->code();
 }
