@@ -85,7 +85,7 @@ void run_recording(Recorder& recorder, const std::function<void()>& body) {
       --captures_running;
     }
   } deactivate;
-  watch_other_threads(/*first_capture=*/captures_running.load() == 0);
+  watch_allocations(/*first_capture=*/captures_running.load() == 0);
   active_recorder = &recorder;
   ++captures_running;
   c10::impl::IncludeDispatchKeyGuard on(recorder.key());

@@ -40,6 +40,14 @@ c10::TypePtr element_type(const c10::TypePtr& type) {
   return nullptr;
 }
 
+// aten::lift_fresh and friends: how LibTorch hands a tensor it made below
+// the dispatcher (torch::tensor) to the operators.
+bool lifting(const c10::OperatorHandle* op) {
+  if (!op) return false;
+  const std::string& name = op->schema().name();
+  return name == "aten::lift_fresh" || name == "aten::lift" || name == "aten::lift_fresh_copy";
+}
+
 bool is_kind(const c10::TypePtr& type, c10::TypeKind kind) {
   if (!type) return false;
   if (type->kind() == kind) return true;
@@ -106,12 +114,28 @@ void Recorder::bind(const at::Tensor& t, Node* n) {
 std::string Recorder::constant_name(const at::Tensor& t) {
   auto it = constants_.find(t.unsafeGetTensorImpl());
   if (it != constants_.end()) return it->second.path;
-  if (made_on_another_thread(t))
-    fail("a tensor made on another thread while the capture ran is used" +
-         (last_operator_ ? " (the last operator called: " + operator_name(*last_operator_) + ")" : std::string()) +
-         "; fx::capture records the operators of the capturing thread only, so the graph could hold it "
-         "only as a constant of this run. Compute it on the capturing thread, or before the capture "
-         "starts (it is then a constant of the graph)");
+  const std::string last =
+      last_operator_ ? " (the last operator called: " + operator_name(*last_operator_) + ")" : std::string();
+  switch (made_during_capture(t)) {
+    case MadeDuringCapture::on_another_thread:
+      fail("a tensor made on another thread while the capture ran is used" + last +
+           "; fx::capture records the operators of the capturing thread only, so the graph could hold it "
+           "only as a constant of this run. Compute it on the capturing thread, or before the capture "
+           "starts (it is then a constant of the graph)");
+    case MadeDuringCapture::unseen_on_this_thread:
+      // Made unseen on purpose: a number wrapped into a tensor for an
+      // operator call, a fresh tensor (torch::tensor) handed to lift_fresh.
+      if (t.unsafeGetTensorImpl()->is_wrapped_number() || lifting(last_operator_)) break;
+      fail("a tensor made during the capture by code the capture did not see is used" + last +
+           (options_.decompose ? std::string()
+                               : "; with CaptureOptions::decompose off the capture sits above autograd, "
+                                 "so the copies autograd saves for the backward are made unseen") +
+           "; the graph could hold it only as a constant of this run. " +
+           (options_.decompose ? "Make it with tensor operators (not by writing memory directly)"
+                               : "Capture backward with decompose on (the default)"));
+    case MadeDuringCapture::no:
+      break;
+  }
   // make_fx: nn.Parameters become _param_constant<i>, other tensors
   // _tensor_constant<i>; C++ has no Parameter type, and a leaf that
   // requires grad is what a parameter is.

@@ -202,13 +202,15 @@ const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
 bool this_thread_captures();
 bool captures_are_running();
 
-// Starts noting the CPU allocations of threads that do not capture
-// (other_threads.cpp); `first_capture` (no other capture running) forgets
+// Starts noting which thread makes each CPU allocation while captures run
+// (unseen_tensors.cpp); `first_capture` (no other capture running) forgets
 // the previous captures' notes.
-void watch_other_threads(bool first_capture);
-// True if `t`'s storage was allocated by a thread that was not capturing,
-// while a capture ran.
-bool made_on_another_thread(const at::Tensor& t);
+void watch_allocations(bool first_capture);
+// Whether `t`'s storage was allocated while a capture ran, and by which
+// thread: a tensor the capture has no node for, made then, was made by an
+// operator the capture did not see.
+enum class MadeDuringCapture { no, on_another_thread, unseen_on_this_thread };
+MadeDuringCapture made_during_capture(const at::Tensor& t);
 
 // `aten::add_.Tensor`, the name errors use.
 std::string operator_name(const c10::OperatorHandle& op);

@@ -102,6 +102,27 @@ TEST(Capture, DecomposeFalseKeepsCompositeOperators) {
             std::string::npos);
 }
 
+TEST(Capture, DecomposeFalseRefusesTheCopiesAutogradSavesUnseen) {
+  // hardtanh_ needs its input for the backward: autograd clones it first,
+  // below the capture when decompose is off.
+  auto w = torch::randn({3}, torch::requires_grad());
+  auto step = [&](const Inputs& in) -> c10::IValue {
+    auto y = in[0].toTensor() * w;
+    torch::hardtanh_(y);
+    return torch::autograd::grad({y.sum()}, {w})[0];
+  };
+  std::string msg = message_of(
+      [&] { fx::capture(step, {torch::randn({3})}, with([](fx::CaptureOptions& o) { o.decompose = false; })); });
+  EXPECT_NE(msg.find("a tensor made during the capture by code the capture did not see is used"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Capture backward with decompose on"), std::string::npos) << msg;
+
+  auto gm = fx::capture(step, {torch::randn({3})});
+  EXPECT_NE(gm->code().find("torch.ops.aten.clone.default"), std::string::npos) << gm->code();
+  auto x = torch::randn({3}) * 2;
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), step({x}).toTensor()));
+}
+
 TEST(Capture, DataDependentOperatorsAreRefusedByName) {
   auto f = [](const Inputs& in) -> c10::IValue {
     auto x = in[0].toTensor();

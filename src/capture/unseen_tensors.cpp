@@ -1,0 +1,65 @@
+// Tensors that reach a capture without an operator the capture saw: made by
+// another thread while the capture ran, or on the capturing thread below the
+// capture's dispatch key. Either would enter the graph as a constant holding
+// this run's value, silently. To tell them from constants made before the
+// capture (which are legitimate), a forwarding CPU allocator notes which
+// thread allocated each address while a capture runs. A tensor made before
+// the capture is still alive, so its storage's address cannot be among
+// them.
+#include "recorder.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace fx::capture_detail {
+
+namespace {
+
+std::mutex allocations_mutex;
+std::unordered_map<const void*, std::thread::id>& allocating_threads() {
+  static auto* threads = new std::unordered_map<const void*, std::thread::id>;  // never destroyed
+  return *threads;
+}
+
+class WatchingAllocator final : public c10::Allocator {
+ public:
+  explicit WatchingAllocator(c10::Allocator* inner) : inner_(inner) {}
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr p = inner_->allocate(n);
+    if (p.get() && captures_are_running()) {
+      std::lock_guard<std::mutex> lock(allocations_mutex);
+      allocating_threads()[p.get()] = std::this_thread::get_id();
+    }
+    return p;
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+
+ private:
+  c10::Allocator* inner_;
+};
+
+}  // namespace
+
+void watch_allocations(bool first_capture) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static WatchingAllocator allocator(c10::GetCPUAllocator());
+    c10::SetCPUAllocator(&allocator);
+  });
+  std::lock_guard<std::mutex> lock(allocations_mutex);
+  if (first_capture) allocating_threads().clear();
+}
+
+MadeDuringCapture made_during_capture(const at::Tensor& t) {
+  if (!t.has_storage() || !t.storage().data()) return MadeDuringCapture::no;
+  std::lock_guard<std::mutex> lock(allocations_mutex);
+  auto it = allocating_threads().find(t.storage().data());
+  if (it == allocating_threads().end()) return MadeDuringCapture::no;
+  return it->second == std::this_thread::get_id() ? MadeDuringCapture::unseen_on_this_thread
+                                                  : MadeDuringCapture::on_another_thread;
+}
+
+}  // namespace fx::capture_detail
