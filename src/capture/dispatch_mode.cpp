@@ -70,7 +70,6 @@ void register_fallback() {
 
 }  // namespace
 
-bool this_thread_captures() { return active_recorder != nullptr; }
 bool captures_are_running() { return captures_running.load() > 0; }
 
 void run_recording(Recorder& recorder, const std::function<void()>& body) {

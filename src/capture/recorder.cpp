@@ -11,6 +11,8 @@
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
 
+#include <optional>
+
 namespace fx::capture_detail {
 
 namespace {
@@ -89,9 +91,7 @@ Node* Recorder::node_of(const at::Tensor& t) const {
   auto views = by_storage_.find(t.storage().unsafeGetStorageImpl());
   if (views == by_storage_.end()) return nullptr;
   for (auto v = views->second.rbegin(); v != views->second.rend(); ++v)
-    if (v->offset == t.storage_offset() && v->dtype == t.scalar_type() &&
-        t.sizes() == c10::IntArrayRef(v->sizes) && t.strides() == c10::IntArrayRef(v->strides))
-      return v->node;
+    if (v->geometry.matches(t)) return v->node;
   return nullptr;
 }
 
@@ -103,10 +103,7 @@ void Recorder::bind(const at::Tensor& t, Node* n) {
     it->second.node = n;
   if (t.has_storage() && t.storage().unsafeGetStorageImpl()) {
     c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-    by_storage_[storage].push_back(View{t.storage().getWeakStorageImpl(), n, t.storage_offset(),
-                                        c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()),
-                                        c10::SmallVector<int64_t, 5>(t.strides().begin(), t.strides().end()),
-                                        t.scalar_type()});
+    by_storage_[storage].push_back(View{t.storage().getWeakStorageImpl(), n, Geometry::of(t)});
   }
   n->meta().set("tensor_meta", passes::extract_tensor_metadata(t));
 }
@@ -269,15 +266,10 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
   // functionalize: a view op reads its `self` as it is (without syncing
   // it), and its results remember how they were made.
   const bool view = options_.functionalize && (*stack)[first].isTensor() && is_view_op(op);
-  Node* node;
-  {
-    reads_sync_ = !view;
-    struct Restore {
-      bool& flag;
-      ~Restore() { flag = true; }
-    } restore{reads_sync_};
-    node = create_call(op, *stack, first);
-  }
+  std::optional<ReadsWithoutSync> no_sync;
+  if (view) no_sync.emplace(*this);
+  Node* node = create_call(op, *stack, first);
+  no_sync.reset();
   at::Tensor self;
   torch::jit::Stack view_args;
   if (view) {

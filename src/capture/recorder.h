@@ -36,6 +36,24 @@ constexpr c10::DispatchKey kAboveAutogradKey = c10::DispatchKey::TESTING_ONLY_Ge
 // autograd's AccumulateGrad looks at.
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
+// Where a tensor lies in its storage. Two TensorImpls on the same storage
+// with the same geometry hold the same value: autograd's shallow copies of
+// saved outputs, and of some view results, are found this way.
+struct Geometry {
+  int64_t offset;
+  c10::SmallVector<int64_t, 5> sizes, strides;
+  c10::ScalarType dtype;
+
+  static Geometry of(const at::Tensor& t) {
+    return {t.storage_offset(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()),
+            c10::SmallVector<int64_t, 5>(t.strides().begin(), t.strides().end()), t.scalar_type()};
+  }
+  bool matches(const at::Tensor& t) const {
+    return offset == t.storage_offset() && dtype == t.scalar_type() && t.sizes() == c10::IntArrayRef(sizes) &&
+           t.strides() == c10::IntArrayRef(strides);
+  }
+};
+
 // True for an argument the operator writes (`Tensor(a!)`).
 inline bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
@@ -149,9 +167,7 @@ class Recorder {
   struct View {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // pins the address, as WeakImpl does
     Node* node;
-    int64_t offset;
-    c10::SmallVector<int64_t, 5> sizes, strides;
-    c10::ScalarType dtype;
+    Geometry geometry;
   };
   std::unordered_map<const c10::StorageImpl*, std::vector<View>> by_storage_;
   std::unordered_map<const c10::TensorImpl*, RootTensor> root_tensors_;
@@ -169,18 +185,22 @@ class Recorder {
   std::unordered_map<const c10::TensorImpl*, Alias> aliases_;
   // Where each view lies in its storage (its entry's key is pinned by the
   // entry's WeakImpl): find_alias's fallback.
-  struct Geometry {
+  struct AliasView {
     const c10::TensorImpl* impl;
-    int64_t offset;
-    c10::SmallVector<int64_t, 5> sizes, strides;
-    c10::ScalarType dtype;
+    Geometry geometry;
   };
-  std::unordered_map<const c10::StorageImpl*, std::vector<Geometry>> alias_tensors_;  // by storage
+  std::unordered_map<const c10::StorageImpl*, std::vector<AliasView>> alias_tensors_;  // by storage
   std::unordered_map<const c10::TensorImpl*, uint64_t> updates_;
   std::unordered_map<const c10::TensorImpl*, std::vector<Pending>> pending_;
   bool reads_sync_ = true;
+  // Clears reads_sync_ for a scope.
+  struct ReadsWithoutSync {
+    explicit ReadsWithoutSync(Recorder& r) : flag(r.reads_sync_) { flag = false; }
+    ~ReadsWithoutSync() { flag = true; }
+    bool& flag;
+  };
   // Inputs and attributes updated in place under functionalize, in the
-  // order of their first update: written back before the output.
+  // order of their first update: written back after the outputs are read.
   struct Mutated {
     at::Tensor tensor;
     Node* original;         // the placeholder, or nullptr for an attribute
@@ -198,8 +218,7 @@ void run_recording(Recorder& recorder, const std::function<void()>& body);
 // writes, or nullptr: add_.Tensor -> add.Tensor, add.out -> add.Tensor.
 const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
 
-// Whether a capture runs on this thread, and on any thread (dispatch_mode.cpp).
-bool this_thread_captures();
+// Whether a capture runs on any thread (dispatch_mode.cpp).
 bool captures_are_running();
 
 // Starts noting which thread makes each CPU allocation while captures run

@@ -123,9 +123,7 @@ std::unordered_map<const c10::TensorImpl*, Recorder::Alias>::iterator Recorder::
   auto same_storage = alias_tensors_.find(t.storage().unsafeGetStorageImpl());
   if (same_storage == alias_tensors_.end()) return it;
   for (auto v = same_storage->second.rbegin(); v != same_storage->second.rend(); ++v) {
-    if (v->offset != t.storage_offset() || v->dtype != t.scalar_type() || t.sizes() != c10::IntArrayRef(v->sizes) ||
-        t.strides() != c10::IntArrayRef(v->strides))
-      continue;
+    if (!v->geometry.matches(t)) continue;
     Alias copy = aliases_.at(v->impl);
     copy.impl = WeakImpl(t.getIntrusivePtr());
     return aliases_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(copy)).first;
@@ -147,10 +145,8 @@ void Recorder::note_views(const c10::OperatorHandle& op, const at::Tensor& self,
     a.impl = WeakImpl(view.getIntrusivePtr());
     a.steps.back().output = index;
     aliases_.insert_or_assign(view.unsafeGetTensorImpl(), std::move(a));
-    if (view.has_storage()) alias_tensors_[view.storage().unsafeGetStorageImpl()].push_back(
-          Geometry{view.unsafeGetTensorImpl(), view.storage_offset(),
-                   c10::SmallVector<int64_t, 5>(view.sizes().begin(), view.sizes().end()),
-                   c10::SmallVector<int64_t, 5>(view.strides().begin(), view.strides().end()), view.scalar_type()});
+    if (view.has_storage())
+      alias_tensors_[view.storage().unsafeGetStorageImpl()].push_back({view.unsafeGetTensorImpl(), Geometry::of(view)});
   };
   const c10::IValue& v = outputs[first];
   if (v.isTensor()) {
@@ -187,11 +183,7 @@ void Recorder::sync(const at::Tensor& t) {
   const uint64_t now = updates_[base.unsafeGetTensorImpl()];
   if (alias->second.generation == now) return;
   // The graph's bookkeeping calls below read without syncing.
-  reads_sync_ = false;
-  struct Restore {
-    bool& flag;
-    ~Restore() { flag = true; }
-  } restore{reads_sync_};
+  ReadsWithoutSync no_sync(*this);
   auto pending = pending_.find(base.unsafeGetTensorImpl());
   if (pending != pending_.end()) {
     std::vector<Pending> updates = std::move(pending->second);
