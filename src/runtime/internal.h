@@ -34,6 +34,7 @@ void register_tensor_methods(Adapters& a);        // tensor_methods.cpp
 void register_builtins(Adapters& a);              // builtins.cpp
 void register_torch_functions(Adapters& a);       // torch_functions.cpp
 void register_torchvision_ops(Adapters& a);       // torchvision_ops.cpp
+void register_torchvision_swin(Adapters& a);      // torchvision_swin.cpp
 
 // ---- ATen ------------------------------------------------------------------
 // All dispatcher overloads of `qualified` ("aten::add"); empty when none.

@@ -58,6 +58,7 @@ struct Registry {
     register_builtins(adapters);
     register_torch_functions(adapters);
     register_torchvision_ops(adapters);
+    register_torchvision_swin(adapters);
     index_ops();
   }
   void index_ops() {

@@ -42,7 +42,7 @@ from oracle import unpacking_proxies_on_python_311  # noqa: E402
 # the models oracle's fix makes it record what it records on Python <= 3.10.
 unpacking_proxies_on_python_311()
 
-FAST = ['resnet18', 'mobilenet_v2', 'vit_b_16']
+FAST = ['resnet18', 'mobilenet_v2', 'vit_b_16', 'swin_t', 'swin_v2_t']
 
 
 def build(name):
