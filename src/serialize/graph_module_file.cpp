@@ -5,6 +5,8 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/istream_adapter.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include <fstream>
@@ -12,7 +14,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "../codegen/write_file.h"
 #include "../ir/repr.h"
 #include "allocation_budget.h"
 #include "../trace/module_dicts.h"
@@ -383,7 +384,13 @@ std::unique_ptr<GraphModule> load_archive(std::istream& in, const std::string& n
 
 }  // namespace
 
-std::string save_to_bytes(const GraphModule& gm) {
+namespace {
+
+// Writes the archive through `sink` record by record, as torch.save lays it
+// out ("data.pkl" and a "data/<i>" record per tensor storage), plus
+// graph.json. The pickler only references the tensors' storages, so the
+// tensor bytes go from the module to the sink without a copy in between.
+void write_archive(const GraphModule& gm, const std::function<size_t(const void*, size_t)>& sink) {
   FileWriter w;
   w.module_tree(gm, "");
   Json top = Json::object();
@@ -396,30 +403,41 @@ std::string save_to_bytes(const GraphModule& gm) {
   top["graph"] = detail::graph_to_json(gm.graph());
   const std::string json = top.dump(1);
 
-  // torch::pickle_save writes the tensors as torch.save does; the archive is
-  // rewritten with graph.json beside them.
-  const std::vector<char> pickled = torch::pickle_save(w.data());
-  std::istringstream in(std::string(pickled.begin(), pickled.end()));
-  caffe2::serialize::PyTorchStreamReader reader(&in);
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&](const char* p, size_t n) { pickled.insert(pickled.end(), p, p + n); });
+  pickler.protocol();
+  pickler.pushIValue(w.data());
+  pickler.stop();
+  caffe2::serialize::PyTorchStreamWriter writer(sink);
+  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+  writer.writeRecord("graph.json", json.data(), json.size());
+  writer.writeEndOfFile();
+}
+
+}  // namespace
+
+std::string save_to_bytes(const GraphModule& gm) {
   std::string out;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
-      out.append(static_cast<const char*>(p), n);
-      return n;
-    });
-    for (const std::string& record : reader.getAllRecords()) {
-      if (record == "version" || record == ".data/version") continue;  // the writer adds its own
-      auto [data, size] = reader.getRecord(record);
-      writer.writeRecord(record, data.get(), size);
-    }
-    writer.writeRecord("graph.json", json.data(), json.size());
-    writer.writeEndOfFile();
-  }
+  write_archive(gm, [&](const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+    return n;
+  });
   return out;
 }
 
 void save(const GraphModule& gm, const std::string& path) {
-  detail::write_file(path, save_to_bytes(gm), "fx::save");
+  std::ofstream file(path, std::ios::binary);
+  if (!file) throw Error("fx::save: cannot open " + path + " for writing (is the folder writable?)");
+  try {
+    write_archive(gm, [&](const void* p, size_t n) -> size_t {
+      file.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+      return file ? n : 0;  // PyTorchStreamWriter throws on a short write
+    });
+    file.flush();
+  } catch (const c10::Error& e) {
+    throw Error("fx::save: writing " + path + " failed (disk full?): " + e.what_without_backtrace());
+  }
+  if (!file) throw Error("fx::save: writing " + path + " failed (disk full?)");
 }
 
 std::unique_ptr<GraphModule> load(const std::string& path) {
