@@ -116,9 +116,7 @@ class ModuleWriter {
   static bool is_container(const torch::nn::Module& m) {
     const auto* fm = dynamic_cast<const Module*>(&m);
     if (!fm || fm->is_standard_leaf()) return false;
-    const std::string& t = fm->type_name();
-    return t == "torch.nn.Module" || t == "torch.nn.Sequential" || t == "torch.nn.ModuleList" ||
-           t == "torch.nn.ModuleDict";
+    return detail::is_container_type(fm->type_name());
   }
 
   // A Python expression that constructs `m` (a container: an empty one).

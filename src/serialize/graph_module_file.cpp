@@ -30,13 +30,6 @@ using detail::Json;
 constexpr const char* kFormat = "fxcpp.GraphModule";
 constexpr int kVersion = 1;
 
-// The module types whose children the file lists one by one; any other
-// module is built whole by its constructor.
-bool is_container_type(const std::string& type) {
-  return type == "torch.nn.Module" || type == "torch.nn.Sequential" || type == "torch.nn.ModuleList" ||
-         type == "torch.nn.ModuleDict";
-}
-
 // ---- save ------------------------------------------------------------------
 
 class FileWriter {
@@ -54,7 +47,7 @@ class FileWriter {
       const auto* fm = dynamic_cast<const Module*>(c.value().get());
       try {
         // A container's own tensors are in the tensor list: it needs no constructor arguments.
-        spec = fm && is_container_type(fm->type_name()) ? ModuleSpec{fm->type_name(), {}} : module_spec(*c.value());
+        spec = fm && detail::is_container_type(fm->type_name()) ? ModuleSpec{fm->type_name(), {}} : module_spec(*c.value());
       } catch (const Error& e) {
         throw Error("fx::save: the submodule '" + path + "' has no file form: " + e.what());
       }
@@ -62,7 +55,7 @@ class FileWriter {
       for (const auto& [k, v] : spec.kwargs) kwargs[k] = detail::argument_to_json(v, "module '" + path + "' " + k);
       modules_.push_back(Json{{"path", path}, {"type", spec.type}, {"kwargs", std::move(kwargs)},
                               {"training", c.value()->is_training()}});
-      if (is_container_type(spec.type)) {
+      if (detail::is_container_type(spec.type)) {
         module_tree(*c.value(), path + ".");
       } else {
         std::set<std::string> params;
@@ -212,7 +205,7 @@ class FileReader {
       if (!mj.is_object()) fail(where, "expected an object");
       const std::string& path = string_field(mj, "path", where);
       where += " ('" + path + "')";
-      auto [parent_path, name] = split(path);
+      auto [parent_path, name] = detail::split_path(path);
       if (name.empty()) fail(where, "a module path is a dotted path of non-empty names");
       if (modules_.count(path)) fail(where, "a second module at '" + path + "'");
       auto parent = modules_.find(parent_path);
@@ -257,7 +250,7 @@ class FileReader {
         training_.emplace_back(m, t->get<bool>());
       }
       parent->second.module->register_module(name, m);
-      modules_[path] = {m, is_container_type(spec.type)};
+      modules_[path] = {m, detail::is_container_type(spec.type)};
     }
   }
 
@@ -289,7 +282,8 @@ class FileReader {
       if (!rg.is_boolean()) fail(where + ".requires_grad", "expected true or false");
       declared_.push_back({path, kind, t, rg.get<bool>(), where});
       // What a module's constructor may allocate: the bytes of the tensors under it.
-      for (std::string prefix = split(path).first; !prefix.empty(); prefix = split(prefix).first)
+      for (std::string prefix = detail::split_path(path).first; !prefix.empty();
+           prefix = detail::split_path(prefix).first)
         bytes_under_[prefix] += t.nbytes();
     }
     for (const auto& [path, t] : stored_)
@@ -313,7 +307,7 @@ class FileReader {
     std::string owner = path;
     std::string name;
     while (true) {
-      auto [parent, last] = split(owner);
+      auto [parent, last] = detail::split_path(owner);
       name = name.empty() ? last : last + "." + name;
       owner = parent;
       if (modules_.count(owner)) break;  // the root "" always is
@@ -344,12 +338,6 @@ class FileReader {
       fm->register_attribute(name, t);
     else
       fail(where + ".kind", "expected \"parameter\", \"buffer\" or \"attribute\", got \"" + kind + "\"");
-  }
-
-  static std::pair<std::string, std::string> split(const std::string& path) {
-    size_t dot = path.rfind('.');
-    if (dot == std::string::npos) return {"", path};
-    return {path.substr(0, dot), path.substr(dot + 1)};
   }
 
   std::string name_;

@@ -34,13 +34,6 @@ std::vector<Module::Param> placeholder_params(const Graph& g) {
   return params;
 }
 
-// The parent path and last atom of a dotted path.
-std::pair<std::string, std::string> split_path(std::string_view path) {
-  size_t dot = path.rfind('.');
-  if (dot == std::string_view::npos) return {"", std::string(path)};
-  return {std::string(path.substr(0, dot)), std::string(path.substr(dot + 1))};
-}
-
 // An empty module standing for an intermediate level of a dotted path.
 class Container final : public Module {
  public:
@@ -124,7 +117,7 @@ struct GraphModule::RootIndex {
   // This GraphModule's module at `path`, or nullptr.
   torch::nn::Module* find(const std::string& path) {
     if (auto it = here.find(path); it != here.end()) return it->second;
-    auto [parent_path, name] = split_path(path);
+    auto [parent_path, name] = detail::split_path(path);
     torch::nn::Module* parent = find(parent_path);
     if (!parent || !expanded.insert(parent_path).second) return nullptr;
     for (const auto& c : parent->named_children())  // once per parent: index all its children
@@ -192,7 +185,7 @@ void GraphModule::assign_attr(const std::string& path, const Attr& value) {
     return;
   }
   if (!value.tensor().defined()) throw Error("GraphModule: the tensor given for '" + path + "' is undefined");
-  auto [parent_path, name] = split_path(path);
+  auto [parent_path, name] = detail::split_path(path);
   torch::nn::Module* parent = this;
   if (!parent_path.empty()) {
     parent = get_submodule(parent_path);
@@ -329,7 +322,7 @@ torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
 }
 
 bool GraphModule::delete_submodule(const std::string& path) {
-  auto [parent_path, name] = split_path(path);
+  auto [parent_path, name] = detail::split_path(path);
   torch::nn::Module* parent = get_submodule(parent_path);
   if (!parent || !detail::children_of(*parent).contains(name)) return false;
   parent->unregister_module(name);
@@ -356,7 +349,7 @@ void GraphModule::delete_all_unused_submodules() {
 }
 
 at::Tensor GraphModule::get_tensor(std::string_view path) const {
-  auto [parent, name] = split_path(path);
+  auto [parent, name] = detail::split_path(path);
   torch::nn::Module* owner = get_submodule(parent);
   if (owner)
     if (auto t = tensor_of(*owner, name)) return *t;
@@ -367,14 +360,14 @@ bool GraphModule::has_submodule(std::string_view path) const { return get_submod
 
 bool GraphModule::has_attribute(std::string_view path) const {
   if (get_submodule(path)) return true;
-  auto [parent, name] = split_path(path);
+  auto [parent, name] = detail::split_path(path);
   torch::nn::Module* owner = get_submodule(parent);
   return owner && tensor_of(*owner, name).has_value();
 }
 
 void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> m) {
   if (!m) throw Error("GraphModule::add_submodule: the module for '" + path + "' is null");
-  auto [parent_path, name] = split_path(path);
+  auto [parent_path, name] = detail::split_path(path);
   torch::nn::Module* parent = this;
   size_t start = 0;
   while (start < parent_path.size()) {  // create containers on the way
@@ -396,7 +389,7 @@ void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::
 // nothing is there yet.
 torch::nn::Module* GraphModule::make_path(RootIndex& index, const std::string& path) {
   if (torch::nn::Module* m = index.find(path)) return m;
-  auto [parent_path, name] = split_path(path);
+  auto [parent_path, name] = detail::split_path(path);
   torch::nn::Module* parent = make_path(index, parent_path);
   torch::nn::Module* made = parent->register_module(name, std::make_shared<Container>()).get();
   index.here[path] = made;
@@ -406,7 +399,7 @@ torch::nn::Module* GraphModule::make_path(RootIndex& index, const std::string& p
 
 // FX's _copy_attr: share the root's object at `path`, creating containers.
 void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_module) {
-  auto [parent_path, name] = split_path(path);
+  auto [parent_path, name] = detail::split_path(path);
   auto share_module = [&](std::shared_ptr<torch::nn::Module> m) {
     torch::nn::Module* existing = index.find(path);
     if (existing == m.get()) return;

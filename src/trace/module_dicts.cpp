@@ -38,4 +38,15 @@ std::string type_of(const torch::nn::Module& m) {
   return fm ? fm->type_name() : m.name();
 }
 
+bool is_container_type(std::string_view type) {
+  return type == "torch.nn.Module" || type == "torch.nn.Sequential" || type == "torch.nn.ModuleList" ||
+         type == "torch.nn.ModuleDict";
+}
+
+std::pair<std::string, std::string> split_path(std::string_view path) {
+  size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos) return {"", std::string(path)};
+  return {std::string(path.substr(0, dot)), std::string(path.substr(dot + 1))};
+}
+
 }  // namespace fx::detail

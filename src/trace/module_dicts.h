@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace fx::detail {
 
@@ -17,5 +19,11 @@ const torch::OrderedDict<std::string, at::Tensor>& parameters_of(const torch::nn
 const torch::OrderedDict<std::string, at::Tensor>& buffers_of(const torch::nn::Module& m);
 // The Python class name of m: an fx::Module's type_name(), else m.name().
 std::string type_of(const torch::nn::Module& m);
+// torch.nn.Module, Sequential, ModuleList, ModuleDict: the types whose
+// children are listed one by one (files, to_folder); any other module is
+// built whole by its constructor.
+bool is_container_type(std::string_view type);
+// The parent path and last atom of a dotted path ("" and path without a dot).
+std::pair<std::string, std::string> split_path(std::string_view path);
 
 }  // namespace fx::detail
