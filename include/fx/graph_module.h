@@ -81,6 +81,11 @@ class GraphModule : public Module, public OwningModule {
   // Regenerates code() and the executor from graph(): lints the graph and
   // resolves every target. Throws fx::Error naming the node that cannot run.
   void recompile();
+  // torch.fx's `gm.graph = g`: takes `graph` in place of the current one and
+  // recompiles. Its get_attr/call_module targets must be in this module
+  // already (assign_attr, add_submodule); recompile's lint names the node
+  // otherwise, and the module keeps its old graph.
+  void set_graph(std::unique_ptr<Graph> graph);
 
   Value forward(const std::vector<Value>& args) override;
   // Runs on tensors/values directly, without fx::Value wrapping. Virtual:
@@ -94,6 +99,10 @@ class GraphModule : public Module, public OwningModule {
   // Adds `m` at a dotted path, creating empty containers on the way (FX's
   // add_submodule); replaces a module already there.
   void add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> m);
+  // Puts a submodule or a tensor (parameter or buffer, per the Attr) at a
+  // dotted path, creating empty containers on the way (torch.fx's
+  // _assign_attr); replaces what is there.
+  void assign_attr(const std::string& path, const Attr& value);
   // The module at a dotted path ("" is this one); nullptr if there is none.
   torch::nn::Module* get_submodule(std::string_view path) const;
   // FX's delete_submodule: removes the submodule at a dotted path from its
@@ -120,7 +129,6 @@ class GraphModule : public Module, public OwningModule {
   struct RootIndex;
   void copy_attr(RootIndex& index, const std::string& path, bool is_module);
   torch::nn::Module* make_path(RootIndex& index, const std::string& path);
-  void assign_attr(const std::string& path, const Attr& value);
   std::unique_ptr<GraphModule> copy_to(const c10::optional<c10::Device>& device) const;
 
   std::unique_ptr<Graph> graph_;

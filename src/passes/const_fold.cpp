@@ -406,4 +406,19 @@ std::unique_ptr<FoldedGraphModule> split_const_subgraphs(Module& module,
   return ConstFoldBuilder::build(*traced, skip_fn);
 }
 
+bool fold_constants(GraphModule& gm, const std::function<bool(const Node&)>& skip_fn) {
+  std::unique_ptr<FoldedGraphModule> folded = ConstFoldBuilder::build(gm, skip_fn);
+  if (!folded->has_const_subgraph()) return false;
+  folded->run_folding();
+  if (!folded->exec_) return false;
+  const GraphModule& exec = *folded->exec_;
+  std::vector<std::pair<std::string, at::Tensor>> added;
+  for (Node* n : exec.graph().nodes())
+    if (n->op() == Op::get_attr && !gm.has_attribute(n->target().str()))
+      added.emplace_back(n->target().str(), exec.get_tensor(n->target().str()));
+  for (const auto& [path, t] : added) gm.assign_attr(path, GraphModule::Attr::parameter(t));
+  gm.set_graph(detail::copy_graph(exec.graph()));
+  return true;
+}
+
 }  // namespace fx::passes

@@ -3,12 +3,16 @@
 // object files that nothing references, registrars included.
 #include <fx/error.h>
 #include <fx/graph_module.h>
+#include <fx/passes/const_fold.h>
 #include <fx/passes/cse.h>
 #include <fx/passes/dead_code_elimination.h>
 #include <fx/passes/fuse.h>
+#include <fx/passes/normalize_args.h>
 #include <fx/passes/pass_registry.h>
 #include <fx/passes/remove_dropout.h>
 #include <fx/passes/shape_prop.h>
+
+#include "copy_graph.h"
 
 namespace fx::passes {
 
@@ -20,6 +24,15 @@ const std::vector<Pass>& registered_passes() {
        [](GraphModule& gm, const PassContext&) { return cse(gm); }},
       {"fuse", "fold eval-mode BatchNorm into the Conv1d/2d/3d or Linear before it",
        [](GraphModule& gm, const PassContext&) { return fuse(gm); }},
+      {"fold", "constant folding: compute once what depends only on parameters and constants",
+       [](GraphModule& gm, const PassContext&) { return fold_constants(gm); }},
+      {"normalize_args", "write every call's arguments as keywords, defaults filled in, from its signature",
+       [](GraphModule& gm, const PassContext&) {
+         std::unique_ptr<GraphModule> normalized = NormalizeArgs(gm).transform();
+         if (normalized->code() == gm.code()) return false;
+         gm.set_graph(detail::copy_graph(normalized->graph()));
+         return true;
+       }},
       {"remove_dropout", "remove Dropout modules and dropout calls (eval-mode no-ops)",
        [](GraphModule& gm, const PassContext&) { return remove_dropout(gm); }},
       {"shape_prop", "run the example inputs and record each node's tensor_meta (shape, dtype, stride, ...)",

@@ -178,6 +178,22 @@ GraphModule::~GraphModule() {
   if (graph_) graph_->set_owning_module(nullptr);
 }
 
+void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
+  if (!graph) throw Error("GraphModule.set_graph: the graph is null");
+  std::unique_ptr<Graph> old = std::exchange(graph_, std::move(graph));
+  graph_->set_owning_module(this);
+  try {
+    recompile();
+  } catch (...) {
+    graph_->set_owning_module(nullptr);
+    graph_ = std::move(old);
+    recompile();  // the old graph compiled before: code and plan back as they were
+    throw;
+  }
+  old->set_owning_module(nullptr);
+  set_forward_params(placeholder_params(*graph_));
+}
+
 // FX's _assign_attr: put `value` at `path`, creating containers on the way.
 void GraphModule::assign_attr(const std::string& path, const Attr& value) {
   if (value.module()) {

@@ -3,7 +3,9 @@
 // Python): main graph, code and constant subgraph name for name; outputs
 // allclose to the unfolded module's; folding runs once.
 #include <fx/fx.h>
+#include <fx/graph_module_file.h>
 #include <fx/passes/const_fold.h>
+#include <fx/passes/pass_registry.h>
 
 #include "simplify_test_util.h"
 
@@ -166,6 +168,55 @@ TEST(ConstFold, RandomIsNotFolded) {
   } m;
   auto folded = fx::passes::split_const_subgraphs(m);
   EXPECT_FALSE(folded->has_const_subgraph());
+}
+
+// ---- in place, as the pass registry's "fold" -----------------------------------
+
+std::vector<std::string> get_attr_targets(const fx::GraphModule& gm) {
+  std::vector<std::string> out;
+  for (const fx::Node* n : gm.graph().nodes())
+    if (n->op() == fx::Op::get_attr) out.push_back(n->target().str());
+  return out;
+}
+
+TEST(ConstFoldInPlace, OneFoldedValueIsAParameter) {
+  Simple m;
+  auto gm = fx::symbolic_trace(m);
+  std::vector<c10::IValue> inputs{torch::rand({2, 1}), torch::rand({2, 1})};
+  c10::IValue before = gm->run(inputs);
+  ASSERT_TRUE(fx::passes::find_pass("fold").run(*gm, {}));
+  gm->graph().lint();
+  EXPECT_EQ(get_attr_targets(*gm), (std::vector<std::string>{"attr_2", "_FX_CONST_FOLDED_ATTRS"})) << gm->code();
+  EXPECT_TRUE(torch::allclose(gm->get_tensor("_FX_CONST_FOLDED_ATTRS"), torch::tensor({{-1.8}})));
+  simplify_test::expect_allclose(before, gm->run(inputs));
+  EXPECT_FALSE(fx::passes::fold_constants(*gm));  // nothing left to fold
+}
+
+// Several folded values: one parameter each under an empty container, so
+// that the module is a plain GraphModule a file holds.
+TEST(ConstFoldInPlace, SeveralFoldedValuesGoThroughAFile) {
+  torch::manual_seed(0);
+  Multi m;
+  auto gm = fx::symbolic_trace(m);
+  std::vector<c10::IValue> inputs{torch::rand({2, 3})};
+  c10::IValue before = gm->run(inputs);
+  ASSERT_TRUE(fx::passes::fold_constants(*gm));
+  gm->graph().lint();
+  for (const std::string& t : get_attr_targets(*gm))
+    EXPECT_EQ(t.rfind("_FX_CONST_FOLDED_ATTRS.", 0), 0u) << gm->code();
+  EXPECT_EQ(gm->code().find("relu"), std::string::npos) << gm->code();  // computed once, at folding
+  simplify_test::expect_allclose(before, gm->run(inputs));
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  EXPECT_EQ(loaded->code(), gm->code());
+  simplify_test::expect_allclose(before, loaded->run(inputs));
+}
+
+TEST(ConstFoldInPlace, NothingToFoldChangesNothing) {
+  Nothing m;
+  auto gm = fx::symbolic_trace(m);
+  const std::string code = gm->code();
+  EXPECT_FALSE(fx::passes::fold_constants(*gm));
+  EXPECT_EQ(gm->code(), code);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fx/models/resnet.h>
 #include <fx/models/vision_transformer.h>
 #include <fx/passes/normalize_args.h>
+#include <fx/passes/pass_registry.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -121,6 +122,22 @@ TEST(NormalizeArgs, Resnet18) {
   expect_torch_fx_text(*normalized, "resnet18");
   expect_torch_fx_text(*fx::passes::NormalizeArgs(*gm, false).transform(), "resnet18_positional");
   expect_same_outputs(*gm, *normalized, torch::randn({1, 3, 64, 64}));
+}
+
+// The pass registry's "normalize_args" rewrites the module in place: the
+// graph NormalizeArgs(gm).transform() makes, in the same module.
+TEST(NormalizeArgs, InPlaceAsTheRegisteredPass) {
+  auto m = fx::models::resnet18();
+  m->eval();
+  auto gm = fx::symbolic_trace(*m);
+  at::Tensor x = torch::randn({1, 3, 64, 64});
+  at::Tensor before = gm->run({x}).toTensor();
+  const std::string expected = fx::passes::NormalizeArgs(*gm).transform()->code();
+  const auto& pass = fx::passes::find_pass("normalize_args");
+  ASSERT_TRUE(pass.run(*gm, {}));
+  EXPECT_EQ(gm->code(), expected);
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), before));
+  EXPECT_FALSE(pass.run(*gm, {}));  // already in keyword form
 }
 
 TEST(NormalizeArgs, MobilenetV2) {

@@ -281,4 +281,36 @@ TEST(GraphModuleDeepCopy, AnUncopyableSubmoduleIsNamed) {
   }
 }
 
+// ---- set_graph (torch.fx's `gm.graph = g`) and assign_attr ----------------------
+
+TEST(GraphModuleSetGraph, TakesTheGraphAndRecompiles) {
+  torch::manual_seed(0);
+  Model m;
+  auto gm = fx::symbolic_trace(m);
+  at::Tensor x = torch::randn({4});
+  gm->assign_attr("extra.bias", fx::GraphModule::Attr::parameter(torch::ones({4})));
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* in = g->placeholder("input");
+  g->output(g->call_function("operator.add", {g->call_module("first", {in}), g->get_attr("extra.bias")}));
+  gm->set_graph(std::move(g));
+  EXPECT_NE(gm->code().find("def forward(self, input):"), std::string::npos) << gm->code();
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), x * m.first->weight + m.first->shift + 1));
+  ASSERT_NE(gm->get_submodule("extra"), nullptr);
+  EXPECT_EQ(gm->get_submodule("extra")->named_parameters(false).size(), 1u);
+}
+
+TEST(GraphModuleSetGraph, AMissingTargetLeavesTheOldGraph) {
+  torch::manual_seed(0);
+  Model m;
+  auto gm = fx::symbolic_trace(m);
+  const std::string code = gm->code();
+  at::Tensor x = torch::randn({4});
+  auto g = std::make_unique<fx::Graph>();
+  g->output(g->get_attr("nowhere", {}));
+  EXPECT_THROW(gm->set_graph(std::move(g)), fx::Error);
+  EXPECT_EQ(gm->code(), code);
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), reference(m, x)));
+  EXPECT_THROW(gm->set_graph(nullptr), fx::Error);
+}
+
 }  // namespace

@@ -60,6 +60,7 @@ class FoldedGraphModule : public GraphModule {
 
  private:
   friend struct ConstFoldBuilder;
+  friend bool fold_constants(GraphModule&, const std::function<bool(const Node&)>&);
   FoldedGraphModule(const std::map<std::string, Attr>& root, std::unique_ptr<Graph> graph);
   FoldedGraphModule(Module& root, std::unique_ptr<Graph> graph);
   std::unique_ptr<GraphModule> const_subgraph_module_;
@@ -80,5 +81,14 @@ std::unique_ptr<FoldedGraphModule> split_const_subgraphs(
 // The same on symbolic_trace(module).
 std::unique_ptr<FoldedGraphModule> split_const_subgraphs(
     Module& module, const std::function<bool(const Node&)>& skip_folding_node_fn = nullptr);
+
+// Constant folding in place (the pass registry's "fold", `fxc opt -p fold`):
+// split_const_subgraphs(gm), the constant subgraph run once, and gm made to
+// run what the FoldedGraphModule runs after folding: its graph reads the
+// folded values as parameters (`_FX_CONST_FOLDED_ATTRS`, or
+// `_FX_CONST_FOLDED_ATTRS.0`, `.1`, ... under an empty container for
+// several), so that the result is a plain GraphModule that files hold.
+// Returns false, changing nothing, when nothing folds.
+bool fold_constants(GraphModule& gm, const std::function<bool(const Node&)>& skip_folding_node_fn = nullptr);
 
 }  // namespace fx::passes
