@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../trace/module_dicts.h"
 #include "copy_graph.h"
 
 namespace fx::passes {
@@ -412,11 +413,31 @@ bool fold_constants(GraphModule& gm, const std::function<bool(const Node&)>& ski
   folded->run_folding();
   if (!folded->exec_) return false;
   const GraphModule& exec = *folded->exec_;
-  std::vector<std::pair<std::string, at::Tensor>> added;
-  for (Node* n : exec.graph().nodes())
-    if (n->op() == Op::get_attr && !gm.has_attribute(n->target().str()))
-      added.emplace_back(n->target().str(), exec.get_tensor(n->target().str()));
-  for (const auto& [path, t] : added) gm.assign_attr(path, GraphModule::Attr::parameter(t));
+  // What the folded graph reads that gm lacks: the folded values, and the
+  // split's flattened module targets (`layers.0` called as `layers_0`).
+  // Shallower paths first, as GraphModule's constructor assigns them.
+  std::vector<Node*> missing;
+  for (Node* n : exec.graph().nodes()) {
+    if (n->op() == Op::call_module && !gm.has_submodule(n->target().str())) missing.push_back(n);
+    if (n->op() == Op::get_attr && !gm.has_attribute(n->target().str())) missing.push_back(n);
+  }
+  auto depth = [](const Node* n) { return std::count(n->target().str().begin(), n->target().str().end(), '.'); };
+  std::stable_sort(missing.begin(), missing.end(), [&](Node* a, Node* b) { return depth(a) < depth(b); });
+  for (Node* n : missing) {
+    const std::string& path = n->target().str();
+    auto [parent_path, name] = fx::detail::split_path(path);
+    torch::nn::Module* owner = exec.get_submodule(parent_path);
+    if (!owner) throw Error("fold_constants: the folded module has no module '" + parent_path + "'");
+    if (n->op() == Op::call_module) {
+      const auto* child = fx::detail::children_of(*owner).find(name);
+      if (!child) throw Error("fold_constants: the folded module has no module '" + path + "'");
+      gm.add_submodule(path, *child);
+    } else if (fx::detail::parameters_of(*owner).contains(name)) {
+      gm.assign_attr(path, GraphModule::Attr::parameter(exec.get_tensor(path)));
+    } else {
+      gm.assign_attr(path, GraphModule::Attr(exec.get_tensor(path)));
+    }
+  }
   gm.set_graph(detail::copy_graph(exec.graph()));
   return true;
 }

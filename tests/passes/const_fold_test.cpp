@@ -211,6 +211,23 @@ TEST(ConstFoldInPlace, SeveralFoldedValuesGoThroughAFile) {
   simplify_test::expect_allclose(before, loaded->run(inputs));
 }
 
+// The split flattens the call_module targets of nested modules
+// (`layers.0` is called as `layers_0`): gm gets those paths too.
+TEST(ConstFoldInPlace, FlattenedModuleTargets) {
+  torch::manual_seed(0);
+  Modules m;
+  auto gm = fx::symbolic_trace(m);
+  std::vector<c10::IValue> inputs{torch::rand({2, 4})};
+  c10::IValue before = gm->run(inputs);
+  ASSERT_TRUE(fx::passes::fold_constants(*gm));
+  gm->graph().lint();
+  EXPECT_EQ(gm->code().find("self.proj"), std::string::npos) << gm->code();  // proj(w) is folded
+  EXPECT_NE(gm->code().find("self.layers_0("), std::string::npos) << gm->code();
+  simplify_test::expect_allclose(before, gm->run(inputs));
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  simplify_test::expect_allclose(before, loaded->run(inputs));
+}
+
 TEST(ConstFoldInPlace, NothingToFoldChangesNothing) {
   Nothing m;
   auto gm = fx::symbolic_trace(m);
