@@ -6,12 +6,14 @@
 #include <fx/codegen/cpp_export.h>
 #include <fx/codegen/to_folder.h>
 #include <fx/graph_appending_tracer.h>
+#include <fx/passes/annotate_types_with_schema.h>
 #include <fx/passes/const_fold.h>
 #include <fx/passes/cse.h>
 #include <fx/passes/dead_code_elimination.h>
 #include <fx/passes/fuse.h>
 #include <fx/passes/graph_drawer.h>
 #include <fx/passes/normalize_args.h>
+#include <fx/passes/normalize_operators.h>
 #include <fx/passes/operator_schemas.h>
 #include <fx/passes/pass_manager.h>
 #include <fx/passes/pass_registry.h>

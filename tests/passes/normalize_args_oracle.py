@@ -21,7 +21,8 @@ try:
     import torch
     import torch.fx as fx
     import torch.nn.functional as F
-    from torch.fx.experimental.normalize import NormalizeArgs
+    from torch.fx.experimental.normalize import NormalizeArgs, NormalizeOperators
+    from torch.fx.experimental.schema_type_annotation import AnnotateTypesWithSchema
     import torchvision.models as tvm
 except ImportError:
     print('torch or torchvision is not importable; skipping', file=sys.stderr)
@@ -50,6 +51,38 @@ class Functional(torch.nn.Module):
         q = F.max_pool2d(x.unsqueeze(0), 2)
         r = torch.softmax(p, 0)
         s = x.clamp(0.5)
+        return a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s
+
+
+class Operators(torch.nn.Module):
+    """The calls NormalizeOperators rewrites (and one with three arguments
+    it leaves), modules and attributes AnnotateTypesWithSchema annotates."""
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4))
+        self.linear = torch.nn.Linear(4, 4)
+        self.pool = torch.nn.MaxPool1d(2)
+
+    def forward(self, x, y):
+        a = torch.add(x, y)
+        b = torch.mul(a, 2)
+        c = torch.sub(b, y, alpha=2)
+        d = torch.div(c, self.w)
+        e = torch.floor_divide(d, 3)
+        f = torch.remainder(e, 2)
+        g = torch.eq(f, y)
+        h = torch.ne(f, y)
+        i = torch.lt(f, y)
+        j = torch.le(f, y)
+        k = torch.gt(f, y)
+        m = torch.ge(f, y)
+        n = torch.add(x, y, alpha=3)
+        o = F.relu(self.linear(x))
+        u = o.unsqueeze(0)
+        p = F.max_pool1d(u, 2)
+        q = self.pool(u)
+        r = torch.relu(o)
+        s = torch.clamp(r, 0.0, 1.0)
         return a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s
 
 
@@ -92,12 +125,21 @@ def signatures_current():
         return out.getvalue() == f.read()
 
 
+def return_types_current():
+    import gen_python_return_types
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        gen_python_return_types.main()
+    with open(os.path.join(ROOT, 'src', 'passes', 'python_return_types.inc')) as f:
+        return out.getvalue() == f.read()
+
+
 def main():
     from oracle import unpacking_proxies_on_python_311, vit
     unpacking_proxies_on_python_311()
     warnings.simplefilter('ignore')
     pairs = normalizations.normalizations(normalizations.functional_targets())
-    out = {'signatures_current': signatures_current()}
+    out = {'signatures_current': signatures_current(), 'return_types_current': return_types_current()}
 
     def record(name, make):
         try:
@@ -123,6 +165,11 @@ def main():
     record('softmax_defaults', lambda: NormalizeArgs(bad(F.softmax, ('x',))).transform())
     record('bad_module', lambda: NormalizeArgs(bad_module()).transform())
     record('bad_schema', lambda: NormalizeArgs(bad(torch.can_cast, (torch.int32, torch.int64))).transform())
+    record('operators', lambda: NormalizeOperators(fx.symbolic_trace(Operators())).transform())
+    record('operators_resnet18', lambda: NormalizeOperators(traced(tvm.resnet18)).transform())
+    record('annotate_vit', lambda: AnnotateTypesWithSchema(traced(vit)).transform())
+    record('annotate_no_modules',
+           lambda: AnnotateTypesWithSchema(fx.symbolic_trace(Operators()), annotate_modules=False).transform())
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1, sort_keys=True)
 

@@ -8,7 +8,9 @@
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/models/vision_transformer.h>
+#include <fx/passes/annotate_types_with_schema.h>
 #include <fx/passes/normalize_args.h>
+#include <fx/passes/normalize_operators.h>
 #include <fx/passes/pass_registry.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -256,6 +258,108 @@ TEST(NormalizeArgs, LargeChain) {
   ASSERT_EQ(nodes.size(), static_cast<size_t>(n + 2));
   EXPECT_EQ(nodes[1]->kwargs().size(), 2u);  // F.relu: input, inplace
   EXPECT_EQ(nodes[n]->kwargs().size(), 1u);  // torch.relu: input
+}
+
+// ---- NormalizeOperators and AnnotateTypesWithSchema -----------------------------
+
+// Python's `self.<name>` on a parameter: a get_attr node while tracing.
+Value param(std::string_view name, const at::Tensor& t) {
+  if (fx::Tracer* tracer = fx::Tracer::current()) return tracer->getattr(name, t);
+  return Value(t);
+}
+
+struct Operators : fx::Module {
+  at::Tensor w;
+  std::shared_ptr<fx::nn::Linear> linear;
+  std::shared_ptr<fx::nn::MaxPool1d> pool;
+  Operators() : fx::Module("Operators", {"x", "y"}) {
+    w = register_parameter("w", torch::ones({4}));
+    linear = register_module("linear", std::make_shared<fx::nn::Linear>(4, 4));
+    pool = register_module("pool", std::make_shared<fx::nn::MaxPool1d>(2));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    const Value &x = in[0], &y = in[1];
+    Value a = fx::call("torch.add", x, y);
+    Value b = fx::call("torch.mul", a, 2);
+    Value c = fx::call("torch.sub", b, y, kw("alpha", 2));
+    Value d = fx::call("torch.div", c, param("w", w));
+    Value e = fx::call("torch.floor_divide", d, 3);
+    Value f = fx::call("torch.remainder", e, 2);
+    Value g = fx::call("torch.eq", f, y);
+    Value h = fx::call("torch.ne", f, y);
+    Value i = fx::call("torch.lt", f, y);
+    Value j = fx::call("torch.le", f, y);
+    Value k = fx::call("torch.gt", f, y);
+    Value m = fx::call("torch.ge", f, y);
+    Value n = fx::call("torch.add", x, y, kw("alpha", 3));
+    // Python passes F.relu's and F.max_pool1d's defaults on to torch.fx by
+    // keyword (handle_torch_function): so they are recorded.
+    Value o = fx::call("torch.nn.functional.relu", (*linear)(x), kw("inplace", false));
+    Value u = o.unsqueeze(0);
+    Value p = fx::call("torch.nn.functional.max_pool1d", u, 2, kw("stride", fx::None), kw("padding", 0),
+                       kw("dilation", 1), kw("ceil_mode", false), kw("return_indices", false));
+    Value q = (*pool)(u);
+    Value r = fx::call("torch.relu", o);
+    Value s = fx::call("torch.clamp", r, 0.0, 1.0);
+    return Value::tuple({a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s});
+  }
+};
+
+TEST(NormalizeOperators, ReturnTypeTableIsTorchs) {
+  SKIP_WITHOUT_ORACLE();
+  EXPECT_TRUE(expected().at("return_types_current").get<bool>())
+      << "src/passes/python_return_types.inc is stale: regenerate it with scripts/gen_python_return_types.py";
+  EXPECT_EQ(fx::passes::functional_return_type("torch.nn.functional.relu"), "torch.Tensor");
+  EXPECT_EQ(fx::passes::module_return_type("torch.nn.MultiheadAttention"),
+            "typing.Tuple[torch.Tensor, typing.Optional[torch.Tensor]]");
+  EXPECT_FALSE(fx::passes::functional_return_type("torch.relu"));
+}
+
+// Binary operators spelled as torch functions become the operators; torch.fx
+// drops their keyword arguments (alpha), so the outputs are compared only
+// where the calls had none.
+TEST(NormalizeOperators, OperatorsAsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  torch::manual_seed(0);
+  Operators m;
+  auto gm = fx::symbolic_trace(m);
+  auto normalized = fx::passes::NormalizeOperators(*gm).transform();
+  expect_torch_fx_text(*normalized, "operators");
+  at::Tensor x = torch::rand({4}) + 1, y = torch::rand({4}) + 1;
+  auto before = gm->run({x, y}).toTupleRef().elements();
+  auto after = normalized->run({x, y}).toTupleRef().elements();
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i : {0, 1, 13, 14, 15, 16, 17})  // not those computed from sub(alpha=2) or add(alpha=3)
+    EXPECT_TRUE(torch::allclose(before[i].toTensor(), after[i].toTensor())) << "output " << i;
+}
+
+TEST(NormalizeOperators, Resnet18AsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  auto m = fx::models::resnet18();
+  m->eval();
+  auto gm = fx::symbolic_trace(*m);
+  auto normalized = fx::passes::NormalizeOperators(*gm).transform();
+  expect_torch_fx_text(*normalized, "operators_resnet18");
+  expect_same_outputs(*gm, *normalized, torch::randn({1, 3, 64, 64}));
+}
+
+// A tuple-returning module (MultiheadAttention): the generic annotation in
+// the graph and in the code.
+TEST(AnnotateTypesWithSchema, VisionTransformerAsTorchFx) {
+  SKIP_WITHOUT_ORACLE();
+  auto m = std::make_shared<fx::models::VisionTransformer>(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  m->eval();
+  auto gm = fx::symbolic_trace(*m);
+  auto annotated = fx::passes::AnnotateTypesWithSchema(*gm).transform();
+  expect_torch_fx_text(*annotated, "annotate_vit");
+  expect_same_outputs(*gm, *annotated, torch::randn({2, 3, 32, 32}));
+}
+
+TEST(AnnotateTypesWithSchema, ModulesLeftUnannotated) {
+  SKIP_WITHOUT_ORACLE();
+  Operators m;
+  auto gm = fx::symbolic_trace(m);
+  expect_torch_fx_text(*fx::passes::AnnotateTypesWithSchema(*gm, true, false).transform(), "annotate_no_modules");
 }
 
 }  // namespace
