@@ -30,7 +30,7 @@ const ReturnTypes& return_types() {
 }
 
 std::optional<std::string_view> find_type(const std::unordered_map<std::string_view, std::string_view>& m,
-                                       std::string_view key) {
+                                          std::string_view key) {
   auto it = m.find(key);
   if (it == m.end()) return std::nullopt;
   return it->second;
@@ -70,13 +70,15 @@ Value AnnotateTypesWithSchema::call_module(Target target, const std::vector<Valu
                                            const ValueKwargs& kwargs) {
   std::optional<std::string_view> type;
   if (annotate_modules_)
-    if (torch::nn::Module* m = module().get_submodule(target.str())) type = module_return_type(detail::type_of(*m));
+    if (torch::nn::Module* m = module().get_submodule(target.str()))
+      type = module_return_type(detail::type_of(*m));
   Value out = Transformer::call_module(target, args, kwargs);
   annotate(out, type);
   return out;
 }
 
-Value AnnotateTypesWithSchema::get_attr(Target target, const std::vector<Value>& args, const ValueKwargs& kwargs) {
+Value AnnotateTypesWithSchema::get_attr(Target target, const std::vector<Value>& args,
+                                        const ValueKwargs& kwargs) {
   Value out = Transformer::get_attr(target, args, kwargs);
   // TorchScript infers Tensor for a tensor attribute and nothing for a module.
   if (annotate_get_attrs_ && !module().get_submodule(target.str())) {

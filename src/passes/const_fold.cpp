@@ -421,7 +421,9 @@ bool fold_constants(GraphModule& gm, const std::function<bool(const Node&)>& ski
     if (n->op() == Op::call_module && !gm.has_submodule(n->target().str())) missing.push_back(n);
     if (n->op() == Op::get_attr && !gm.has_attribute(n->target().str())) missing.push_back(n);
   }
-  auto depth = [](const Node* n) { return std::count(n->target().str().begin(), n->target().str().end(), '.'); };
+  auto depth = [](const Node* n) {
+    return std::count(n->target().str().begin(), n->target().str().end(), '.');
+  };
   std::stable_sort(missing.begin(), missing.end(), [&](Node* a, Node* b) { return depth(a) < depth(b); });
   for (Node* n : missing) {
     const std::string& path = n->target().str();

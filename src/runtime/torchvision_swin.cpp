@@ -60,11 +60,14 @@ void register_patch_merging_pad(Adapters& ad) {
   ad.function(fn, [fn, params](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
     auto a = bind(fn, params, args, kwargs);
     at::Tensor x = to_tensor(fn, a[0]);
-    if (x.dim() < 3) throw Error(fn + ": expected a tensor of at least 3 dimensions (..., H, W, C), got " +
-                                 std::to_string(x.dim()));
+    if (x.dim() < 3)
+      throw Error(fn + ": expected a tensor of at least 3 dimensions (..., H, W, C), got " +
+                  std::to_string(x.dim()));
     const int64_t h = x.size(-3), w = x.size(-2);
     x = at::constant_pad_nd(x, {0, 0, 0, w % 2, 0, h % 2});
-    auto quarter = [&](int64_t row, int64_t col) { return x.slice(-3, row, kToEnd, 2).slice(-2, col, kToEnd, 2); };
+    auto quarter = [&](int64_t row, int64_t col) {
+      return x.slice(-3, row, kToEnd, 2).slice(-2, col, kToEnd, 2);
+    };
     return c10::IValue(at::cat({quarter(0, 0), quarter(1, 0), quarter(0, 1), quarter(1, 1)}, -1));
   });
 }
@@ -112,7 +115,8 @@ void register_shifted_window_attention(Adapters& ad) {
     c10::optional<at::Tensor> qkv_bias = to_opt_tensor(fn, a[9]);
     const c10::optional<at::Tensor> proj_bias = to_opt_tensor(fn, a[10]);
     const c10::optional<at::Tensor> logit_scale = to_opt_tensor(fn, a[11]);
-    if (input.dim() != 4) throw Error(fn + ": expected input of 4 dimensions (N, H, W, C), got " + std::to_string(input.dim()));
+    if (input.dim() != 4)
+      throw Error(fn + ": expected input of 4 dimensions (N, H, W, C), got " + std::to_string(input.dim()));
     if (num_heads <= 0) throw Error(fn + ": num_heads must be positive, got " + std::to_string(num_heads));
 
     const int64_t b = input.size(0), h = input.size(1), w = input.size(2), c = input.size(3);

@@ -47,7 +47,8 @@ class FileWriter {
       const auto* fm = dynamic_cast<const Module*>(c.value().get());
       try {
         // A container's own tensors are in the tensor list: it needs no constructor arguments.
-        spec = fm && detail::is_container_type(fm->type_name()) ? ModuleSpec{fm->type_name(), {}} : module_spec(*c.value());
+        spec = fm && detail::is_container_type(fm->type_name()) ? ModuleSpec{fm->type_name(), {}}
+                                                                : module_spec(*c.value());
       } catch (const Error& e) {
         throw Error("fx::save: the submodule '" + path + "' has no file form: " + e.what());
       }

@@ -186,7 +186,8 @@ TEST(ConstFoldInPlace, OneFoldedValueIsAParameter) {
   c10::IValue before = gm->run(inputs);
   ASSERT_TRUE(fx::passes::find_pass("fold").run(*gm, {}));
   gm->graph().lint();
-  EXPECT_EQ(get_attr_targets(*gm), (std::vector<std::string>{"attr_2", "_FX_CONST_FOLDED_ATTRS"})) << gm->code();
+  EXPECT_EQ(get_attr_targets(*gm), (std::vector<std::string>{"attr_2", "_FX_CONST_FOLDED_ATTRS"}))
+      << gm->code();
   EXPECT_TRUE(torch::allclose(gm->get_tensor("_FX_CONST_FOLDED_ATTRS"), torch::tensor({{-1.8}})));
   simplify_test::expect_allclose(before, gm->run(inputs));
   EXPECT_FALSE(fx::passes::fold_constants(*gm));  // nothing left to fold

@@ -359,7 +359,8 @@ TEST(AnnotateTypesWithSchema, ModulesLeftUnannotated) {
   SKIP_WITHOUT_ORACLE();
   Operators m;
   auto gm = fx::symbolic_trace(m);
-  expect_torch_fx_text(*fx::passes::AnnotateTypesWithSchema(*gm, true, false).transform(), "annotate_no_modules");
+  expect_torch_fx_text(*fx::passes::AnnotateTypesWithSchema(*gm, true, false).transform(),
+                       "annotate_no_modules");
 }
 
 }  // namespace
