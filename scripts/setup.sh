@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev          # GoogleTest
   libbenchmark-dev                   # Google Benchmark
   nlohmann-json3-dev                 # JSON for the conformance harness
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev  # libFuzzer on fx::load (scripts/fuzz.sh)
 )
 
 missing=()

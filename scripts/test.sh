@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
-# and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a
+# minute of coverage-guided fuzzing of the file loader (libFuzzer), then the
 # full suite (with the torch.fx 1.13 conformance tests) on a release build;
 # the slow packaging and export tests have their own commands (below).
 set -euo pipefail
@@ -18,6 +19,9 @@ cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$" -LE "export|corpus" --output-on-failure -j"$jobs"
+
+echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
+bash scripts/fuzz.sh 60
 
 echo "== release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON >/dev/null
