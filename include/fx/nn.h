@@ -14,6 +14,7 @@
 #include <fx/nn/conv.h>
 #include <fx/nn/dropout.h>
 #include <fx/nn/embedding.h>
+#include <fx/nn/init.h>
 #include <fx/nn/linear.h>
 #include <fx/nn/normalization.h>
 #include <fx/nn/pooling.h>

@@ -1,6 +1,7 @@
 // fx::save / fx::load: GraphModule files (docs/format.md).
 #include <fx/graph_module_file.h>
 #include <fx/module_spec.h>
+#include <fx/nn/init.h>
 #include <fx/state_dict.h>
 
 #include <caffe2/serialize/inline_container.h>
@@ -237,6 +238,9 @@ class FileReader {
           auto bytes = bytes_under_.find(path);
           detail::AllocationBudget budget(4 * (bytes == bytes_under_.end() ? 0 : bytes->second) + (16u << 20),
                                           "the " + spec.type + " at '" + path + "'");
+          // Every tensor of the module is replaced by the file's (place_tensors
+          // checks): drawing random values first is wasted work.
+          fx::nn::SkipInit skip;
           m = make_module(spec);
         } catch (const LoadError& e) {
           fail(where, e.what());

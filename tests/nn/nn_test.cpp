@@ -719,3 +719,41 @@ TEST(ModuleSpec, ModulesFxcppCannotConstructAreRefusedByName) {
 }
 
 }  // namespace
+
+// SkipInit: the constructors draw nothing from the generator (the draws are
+// what Python's skip_init avoids), the shapes stay, and the guard restores
+// the previous state, nested or not.
+TEST(SkipInit, ConstructorsDrawNothingAndGuardsNest) {
+  auto construct_all = [] {
+    fx::nn::Linear linear(8, 4);
+    fx::nn::Bilinear bilinear(3, 3, 2);
+    fx::nn::Conv2d conv(3, 8, {3});
+    fx::nn::ConvTranspose2d deconv(3, 8, {3});
+    fx::nn::Embedding embedding(10, 4);
+    fx::nn::MultiheadAttention attention(8, 2, 0.0, true, true);
+    fx::nn::LSTM lstm(4, 8);
+    EXPECT_EQ(linear.weight.sizes(), (std::vector<int64_t>{4, 8}));
+    EXPECT_EQ(conv.weight.sizes(), (std::vector<int64_t>{8, 3, 3, 3}));
+    EXPECT_EQ(attention.in_proj_weight.sizes(), (std::vector<int64_t>{24, 8}));
+  };
+  torch::manual_seed(0);
+  const at::Tensor untouched = torch::rand({4});
+
+  torch::manual_seed(0);
+  {
+    fx::nn::SkipInit skip;
+    EXPECT_TRUE(fx::nn::init_skipped());
+    {
+      fx::nn::SkipInit nested;
+      construct_all();
+    }
+    EXPECT_TRUE(fx::nn::init_skipped());
+    construct_all();
+  }
+  EXPECT_FALSE(fx::nn::init_skipped());
+  EXPECT_TRUE(torch::equal(torch::rand({4}), untouched));
+
+  torch::manual_seed(0);
+  construct_all();
+  EXPECT_FALSE(torch::equal(torch::rand({4}), untouched));  // without the guard, they draw
+}

@@ -1,6 +1,7 @@
 // torch.nn.MultiheadAttention (torch/nn/modules/activation.py), the path
 // through F.multi_head_attention_forward (the fast path computes the same).
 #include <fx/nn/attention.h>
+#include <fx/nn/init.h>
 
 #include <torch/nn/init.h>
 
@@ -37,10 +38,11 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim_, int64_t num_heads_, d
     q_proj_weight = register_parameter("q_proj_weight", torch::empty({embed_dim, embed_dim}));
     k_proj_weight = register_parameter("k_proj_weight", torch::empty({embed_dim, kdim}));
     v_proj_weight = register_parameter("v_proj_weight", torch::empty({embed_dim, vdim}));
-    for (auto* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) torch::nn::init::xavier_uniform_(*w);
+    if (!init_skipped())
+      for (auto* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) torch::nn::init::xavier_uniform_(*w);
   } else {
     in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * embed_dim, embed_dim}));
-    torch::nn::init::xavier_uniform_(in_proj_weight);
+    if (!init_skipped()) torch::nn::init::xavier_uniform_(in_proj_weight);
   }
   if (bias) in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * embed_dim}));
   out_proj = register_module("out_proj",
@@ -49,8 +51,10 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim_, int64_t num_heads_, d
   if (add_bias_kv) {
     bias_k = register_parameter("bias_k", torch::empty({1, 1, embed_dim}));
     bias_v = register_parameter("bias_v", torch::empty({1, 1, embed_dim}));
-    torch::nn::init::xavier_normal_(bias_k);
-    torch::nn::init::xavier_normal_(bias_v);
+    if (!init_skipped()) {
+      torch::nn::init::xavier_normal_(bias_k);
+      torch::nn::init::xavier_normal_(bias_v);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // torch/nn/modules/conv.py
 #include <fx/nn/conv.h>
+#include <fx/nn/init.h>
 
 #include <torch/nn/init.h>
 
@@ -47,6 +48,7 @@ ConvNd::ConvNd(std::string type_name, size_t dims, bool transposed, int64_t in, 
   weight = register_parameter("weight", torch::empty(shape));
   if (with_bias) bias = register_parameter("bias", torch::empty({out}));
   // _ConvNd.reset_parameters
+  if (init_skipped()) return;
   torch::NoGradGuard no_grad;
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {

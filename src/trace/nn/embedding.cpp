@@ -1,5 +1,6 @@
 // torch/nn/modules/sparse.py
 #include <fx/nn/embedding.h>
+#include <fx/nn/init.h>
 
 #include <torch/nn/init.h>
 
@@ -22,6 +23,7 @@ std::optional<int64_t> normalize_padding_idx(const std::string& module, std::opt
 
 at::Tensor normal_weight(int64_t n, int64_t dim, std::optional<int64_t> padding_idx) {
   at::Tensor w = torch::empty({n, dim});
+  if (init_skipped()) return w;
   torch::NoGradGuard no_grad;
   torch::nn::init::normal_(w);
   if (padding_idx) w[*padding_idx].fill_(0);

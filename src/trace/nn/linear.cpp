@@ -1,4 +1,5 @@
 // torch/nn/modules/linear.py
+#include <fx/nn/init.h>
 #include <fx/nn/linear.h>
 
 #include <torch/nn/init.h>
@@ -26,6 +27,7 @@ Linear::Linear(std::string type_name, int64_t in, int64_t out, bool with_bias)
     throw Error(this->type_name() + ": in_features and out_features must not be negative");
   weight = register_parameter("weight", torch::empty({out, in}));
   if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  if (init_skipped()) return;
   torch::NoGradGuard no_grad;
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {
@@ -65,6 +67,7 @@ Bilinear::Bilinear(int64_t in1, int64_t in2, int64_t out, bool with_bias)
   weight = register_parameter("weight", torch::empty({out, in1, in2}));
   if (with_bias) bias = register_parameter("bias", torch::empty({out}));
   // Bilinear.reset_parameters
+  if (init_skipped()) return;
   const double bound = in1 > 0 ? 1.0 / std::sqrt(static_cast<double>(in1)) : 0.0;
   torch::NoGradGuard no_grad;
   torch::nn::init::uniform_(weight, -bound, bound);

@@ -1,5 +1,6 @@
 // torch/nn/modules/rnn.py: LSTM.forward and GRU.forward for tensors (not
 // PackedSequence), which call _VF.lstm / _VF.gru, ATen's lstm / gru.
+#include <fx/nn/init.h>
 #include <fx/nn/rnn.h>
 
 #include <torch/nn/init.h>
@@ -54,6 +55,7 @@ RNNBase::RNNBase(std::string type_name, int64_t gates, int64_t in, int64_t hidde
     }
   }
   const double stdv = 1.0 / std::sqrt(static_cast<double>(hidden_size));  // reset_parameters
+  if (init_skipped()) return;
   torch::NoGradGuard no_grad;
   for (auto& w : flat_weights_) torch::nn::init::uniform_(w, -stdv, stdv);
 }
