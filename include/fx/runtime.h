@@ -21,8 +21,10 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,23 +77,27 @@ std::string python_type_name(const c10::IValue& v);
 using IValueKwargs = std::vector<std::pair<std::string, c10::IValue>>;
 
 // One positional argument of a call site, as known before running: a node's
-// value, read from slot `slot` of the executor's value array (expected to be
-// a tensor), or a constant.
+// value (expected to be a tensor; `slot` >= 0 is where the executor keeps
+// it), or a constant.
 struct SiteArg {
   int slot = -1;  // >= 0: a node's value
   c10::IValue constant;
 };
 
-// A call prepared for one call site by Callable::specialize: the overload is
+// A call prepared by Callable::specialize for a pattern of positional
+// arguments (which ones are node values, and the constants): the overload is
 // chosen and the constants are converted once, so that a run only reads the
-// node values and calls the kernel (unboxed). Thread-safe.
+// node values and calls the kernel (unboxed). It does not depend on where
+// the node values are kept, so the sites of one pattern share it.
+// Thread-safe.
 class SpecializedCall {
  public:
   virtual ~SpecializedCall() = default;
-  // Runs the call on the values in `slots` and stores its result in
-  // `result`. Returns false, having run nothing, when a node value is not a
-  // tensor: the caller then makes the general call(). Errors as call()'s.
-  virtual bool try_call(const c10::IValue* slots, c10::IValue& result) const = 0;
+  // Runs the call and stores its result in `result`; the value of the site's
+  // i-th argument, when it is a node, is slots[site_slots[i]]. Returns false,
+  // having run nothing, when a node value is not a tensor: the caller then
+  // makes the general call(). Errors as call()'s.
+  virtual bool try_call(const c10::IValue* slots, const int* site_slots, c10::IValue& result) const = 0;
 };
 
 // Something a call_function or call_method node runs. Thread-safe: call()
@@ -107,6 +113,14 @@ class Callable {
   // this callable has none for them (the site then always uses call()).
   // Whatever it returns computes exactly what call() computes.
   virtual std::shared_ptr<const SpecializedCall> specialize(const std::vector<SiteArg>& args) const;
+  // specialize(), remembered per pattern when the constants are numbers,
+  // booleans, strings or None: a graph's many sites of one pattern (every
+  // `add(x, 1)`) choose the overload once. Thread-safe.
+  std::shared_ptr<const SpecializedCall> specialized(const std::vector<SiteArg>& args) const;
+
+ private:
+  mutable std::mutex specialized_mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const SpecializedCall>> specialized_;
 };
 
 // Resolves a call_function target (`torch.relu`, `operator.add`,

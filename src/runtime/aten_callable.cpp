@@ -196,22 +196,24 @@ bool is_out_overload(const c10::FunctionSchema& s) {
 // through the typed (unboxed) dispatcher entry, as C++ code calling at::add
 // does: no argument key, no cache lookup, no stack, no boxing.
 
-// One parameter of the chosen overload: a node's tensor, or a fixed value
-// (a constant argument or the schema default, converted once).
+// One parameter of the chosen overload: a node's tensor (the site's
+// argument `arg`), or a fixed value (a constant argument or the schema
+// default, converted once).
 struct FixedParam {
-  int slot = -1;
+  int arg = -1;
   at::Tensor tensor;
   at::Scalar scalar;
 };
 
 template <class P>
-P param_value(const FixedParam& p, const c10::IValue* slots);
+P param_value(const FixedParam& p, const c10::IValue* slots, const int* site_slots);
 template <>
-const at::Tensor& param_value<const at::Tensor&>(const FixedParam& p, const c10::IValue* slots) {
-  return p.slot >= 0 ? slots[p.slot].toTensor() : p.tensor;
+const at::Tensor& param_value<const at::Tensor&>(const FixedParam& p, const c10::IValue* slots,
+                                                 const int* site_slots) {
+  return p.arg >= 0 ? slots[site_slots[p.arg]].toTensor() : p.tensor;
 }
 template <>
-const at::Scalar& param_value<const at::Scalar&>(const FixedParam& p, const c10::IValue*) {
+const at::Scalar& param_value<const at::Scalar&>(const FixedParam& p, const c10::IValue*, const int*) {
   return p.scalar;
 }
 
@@ -224,14 +226,14 @@ class TypedCall final : public SpecializedCall {
         what_(display + " (" + c10::toString(op.schema().operator_name()) + "): "),
         params_(std::move(params)) {
     for (const auto& p : params_)
-      if (p.slot >= 0) tensor_slots_.push_back(p.slot);
+      if (p.arg >= 0) tensor_args_.push_back(p.arg);
   }
 
-  bool try_call(const c10::IValue* slots, c10::IValue& result) const override {
-    for (int s : tensor_slots_)
-      if (!slots[s].isTensor()) return false;
+  bool try_call(const c10::IValue* slots, const int* site_slots, c10::IValue& result) const override {
+    for (int a : tensor_args_)
+      if (!slots[site_slots[a]].isTensor()) return false;
     try {
-      result = run(slots, std::index_sequence_for<P...>{});
+      result = run(slots, site_slots, std::index_sequence_for<P...>{});
     } catch (const c10::Error& e) {
       throw Error(what_ + e.what_without_backtrace());
     } catch (const Error&) {
@@ -244,14 +246,14 @@ class TypedCall final : public SpecializedCall {
 
  private:
   template <size_t... I>
-  at::Tensor run(const c10::IValue* slots, std::index_sequence<I...>) const {
-    return op_.call(param_value<P>(params_[I], slots)...);
+  at::Tensor run(const c10::IValue* slots, const int* site_slots, std::index_sequence<I...>) const {
+    return op_.call(param_value<P>(params_[I], slots, site_slots)...);
   }
 
   c10::TypedOperatorHandle<at::Tensor(P...)> op_;
   std::string what_;  // message prefix: the target and the overload
   std::vector<FixedParam> params_;
-  std::vector<int> tensor_slots_;
+  std::vector<int> tensor_args_;
 };
 
 using T = const at::Tensor&;
@@ -394,7 +396,7 @@ class AtenCallable final : public Callable {
         case c10::TypeKind::TensorType:
           kinds += 'T';
           if (from_slot)
-            fixed[i].slot = site[i].slot;
+            fixed[i].arg = static_cast<int>(i);
           else if (stack[i].isTensor())
             fixed[i].tensor = stack[i].toTensor();
           else

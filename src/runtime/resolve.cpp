@@ -3,6 +3,8 @@
 
 #include "internal.h"
 
+#include <bit>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 
@@ -10,6 +12,53 @@ namespace fx {
 
 std::string Callable::describe() const { return "<callable>"; }
 std::shared_ptr<const SpecializedCall> Callable::specialize(const std::vector<SiteArg>&) const { return nullptr; }
+
+namespace {
+
+// A site's pattern as a key: `T` for a node, a constant's kind and value;
+// false for a constant of another kind (a tensor, a list), not remembered.
+bool pattern_key(const std::vector<SiteArg>& args, std::string& key) {
+  for (const auto& a : args) {
+    const c10::IValue& c = a.constant;
+    if (a.slot >= 0) {
+      key += 'T';
+    } else if (c.isNone()) {
+      key += 'N';
+    } else if (c.isBool()) {
+      key += c.toBool() ? "b1" : "b0";
+    } else if (c.isInt()) {
+      key += 'i' + std::to_string(c.toInt());
+    } else if (c.isDouble()) {
+      key += 'd' + std::to_string(std::bit_cast<uint64_t>(c.toDouble()));  // -0.0 and NaNs kept apart
+    } else if (c.isString()) {
+      const std::string& s = c.toStringRef();
+      key += 's' + std::to_string(s.size()) + ':' + s;
+    } else {
+      return false;
+    }
+    key += ';';
+  }
+  return true;
+}
+
+// Enough for every pattern a graph has, bounded for graphs whose constants
+// all differ (add(x, 0), add(x, 1), ...).
+constexpr size_t kMaxRememberedPatterns = 256;
+
+}  // namespace
+
+std::shared_ptr<const SpecializedCall> Callable::specialized(const std::vector<SiteArg>& args) const {
+  std::string key;
+  if (!pattern_key(args, key)) return specialize(args);
+  {
+    std::lock_guard lock(specialized_mu_);
+    if (auto it = specialized_.find(key); it != specialized_.end()) return it->second;
+  }
+  auto made = specialize(args);
+  std::lock_guard lock(specialized_mu_);
+  if (specialized_.size() < kMaxRememberedPatterns) specialized_.emplace(std::move(key), made);
+  return made;
+}
 
 namespace runtime {
 

@@ -4,7 +4,6 @@
 #include <fx/pytree.h>
 #include <fx/tracer.h>
 
-#include "last_uses.h"
 #include "module_dicts.h"
 
 #include <algorithm>
@@ -78,8 +77,9 @@ struct GraphModule::Plan {
     std::vector<ArgSource> args;
     std::vector<std::pair<std::string, ArgSource>> kwargs;
     // fn's call specialized to this step's arguments (tried first; nullptr:
-    // none, see Callable::specialize).
+    // none, see Callable::specialize), and the slots of those arguments.
     std::shared_ptr<const SpecializedCall> fast;
+    std::vector<int> site_slots;
     int out = -1;
     std::vector<int> dead;  // slots to free after this step
   };
@@ -478,7 +478,27 @@ void GraphModule::recompile() {
 
   auto plan = std::make_unique<Plan>();
   std::vector<Node*> order = graph_->nodes().to_vector();
-  for (Node* n : order) plan->slot_of[n] = static_cast<int>(plan->num_slots++);
+  plan->num_slots = order.size();
+  plan->slot_of.reserve(order.size());
+  for (size_t i = 0; i < order.size(); ++i) plan->slot_of.emplace(order[i], static_cast<int>(i));
+  plan->steps.reserve(order.size());
+  // The slots to free after each node, to free values early: walking
+  // backwards, the first use of a value seen is its last.
+  std::vector<std::vector<int>> dies_at(order.size());
+  {
+    std::vector<char> seen(order.size());
+    for (size_t i = order.size(); i-- > 0;) {
+      auto note = [&](Node* in) {
+        const int s = plan->slot_of.at(in);
+        if (!seen[s]) {
+          seen[s] = 1;
+          dies_at[i].push_back(s);
+        }
+      };
+      for (const auto& a : order[i]->args()) for_each_node(a, note);
+      for (const auto& [k, v] : order[i]->kwargs()) for_each_node(v, note);
+    }
+  }
   auto source = [&](const Argument& a) {
     ArgSource s;
     if (Node* n = a.node()) {
@@ -493,13 +513,13 @@ void GraphModule::recompile() {
     }
     return s;
   };
-  const auto dies_at = detail::last_uses(*graph_);  // to free values early
   std::optional<torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>> modules;
-  for (Node* n : order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
     try {
       switch (n->op()) {
         case Op::placeholder:
-          plan->inputs.push_back(plan->slot_of.at(n));
+          plan->inputs.push_back(static_cast<int>(i));
           plan->input_names.push_back(n->target().str());
           plan->defaults.push_back(n->args().empty() ? std::nullopt : std::optional(to_ivalue(n->args()[0])));
           continue;
@@ -511,7 +531,7 @@ void GraphModule::recompile() {
       }
       Plan::Step step;
       step.node = n;
-      step.out = plan->slot_of.at(n);
+      step.out = static_cast<int>(i);
       if (n->op() == Op::get_attr) {
         step.args.push_back(ArgSource{-1, get_tensor(n->target().str()), std::nullopt});
       } else {
@@ -523,7 +543,9 @@ void GraphModule::recompile() {
           std::vector<SiteArg> site;
           for (const auto& a : step.args)
             if (!a.nested) site.push_back(SiteArg{a.slot, a.constant});
-          if (site.size() == step.args.size()) step.fast = step.fn->specialize(site);
+          if (site.size() == step.args.size()) step.fast = step.fn->specialized(site);
+          if (step.fast)
+            for (const auto& a : step.args) step.site_slots.push_back(a.slot);
         }
         if (n->op() == Op::call_module) {
           if (!modules)
@@ -534,8 +556,7 @@ void GraphModule::recompile() {
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
         }
       }
-      if (auto it = dies_at.find(n); it != dies_at.end())
-        for (const Node* dead : it->second) step.dead.push_back(plan->slot_of.at(dead));
+      step.dead = std::move(dies_at[i]);
       plan->steps.push_back(std::move(step));
     } catch (const Error& e) {
       throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +
@@ -572,7 +593,7 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
     if (step.fast) {
       bool done = false;
       try {
-        done = step.fast->try_call(slots.data(), slots[step.out]);
+        done = step.fast->try_call(slots.data(), step.site_slots.data(), slots[step.out]);
       } catch (const std::exception& e) {
         throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
                     "): " + e.what());
