@@ -27,14 +27,20 @@ constexpr std::array<CustomBuiltin, 7> kCustomBuiltins = {{{"inf", "math.inf"},
                                                            {"fx_pytree", "torch.fx._pytree"},
                                                            {"pytree", "torch.utils._pytree"}}};
 
+bool is_name_char(char ch) {
+  auto c = static_cast<unsigned char>(ch);
+  return c < 0x80 && (std::isalnum(c) || c == '_');
+}
+
 std::string sanitize(std::string_view candidate) {
+  if (!candidate.empty() && !std::isdigit(static_cast<unsigned char>(candidate[0])) &&
+      std::all_of(candidate.begin(), candidate.end(), is_name_char))
+    return std::string(candidate);  // the common case: already a name
   std::string out;
   out.reserve(candidate.size() + 1);
   bool in_bad_run = false;
   for (char ch : candidate) {
-    auto c = static_cast<unsigned char>(ch);
-    bool ok = c < 0x80 && (std::isalnum(c) || c == '_');
-    if (ok) {
+    if (is_name_char(ch)) {
       out.push_back(ch);
       in_bad_run = false;
     } else if (!in_bad_run) {
@@ -108,14 +114,23 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
   bool has_suffix = us != std::string::npos && us + 1 < candidate.size() &&
                     std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(),
                                 [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  // The common case, a free name, is claimed with one lookup in used_.
+  auto claim_free = [&](const std::string& name) {
+    return !is_illegal(name, obj) && used_.insert(name).second;
+  };
+  bool claimed = false;
   if (!has_suffix) {
-    if (taken(candidate, obj)) candidate = next_free(candidate, 0, obj);
+    claimed = claim_free(candidate);
+    if (!claimed) candidate = next_free(candidate, 0, obj);
   } else {
-    std::string base = candidate.substr(0, us);
-    std::string digits = candidate.substr(us + 1);
-    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-    candidate = base + "_" + digits;
-    if (taken(candidate, obj)) {
+    if (candidate[us + 1] == '0' && candidate.size() > us + 2) {  // leading zeros
+      const size_t first = candidate.find_first_not_of('0', us + 1);
+      candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
+    }
+    claimed = claim_free(candidate);
+    if (!claimed) {
+      const std::string base = candidate.substr(0, us);
+      std::string digits = candidate.substr(us + 1);
       if (digits.size() <= 18) {
         uint64_t num = 0;
         std::from_chars(digits.data(), digits.data() + digits.size(), num);
@@ -133,7 +148,7 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
       }
     }
   }
-  used_.insert(candidate);
+  if (!claimed) used_.insert(candidate);
   if (obj != nullptr) names_of_.emplace(obj, candidate);
   return candidate;
 }

@@ -44,9 +44,20 @@ constexpr std::array<std::string_view, 157> kBuiltins = {
     "zip"};
 // clang-format on
 
+constexpr bool has_digit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+template <size_t N>
+constexpr bool none_has_digit(const std::array<std::string_view, N>& a) {
+  return std::none_of(a.begin(), a.end(), has_digit);
+}
+// So a name with a digit in it (`add_1`, most generated names) is neither,
+// without a search.
+static_assert(none_has_digit(kKeywords) && none_has_digit(kBuiltins));
+
 template <size_t N>
 bool sorted_contains(const std::array<std::string_view, N>& a, std::string_view s) {
-  return std::binary_search(a.begin(), a.end(), s);
+  return !has_digit(s) && std::binary_search(a.begin(), a.end(), s);
 }
 }  // namespace
 
