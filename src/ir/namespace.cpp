@@ -82,21 +82,26 @@ bool Namespace::claim(const std::string& name) {
   return true;
 }
 
-// The first free `base_k` with k > num, searching from a remembered suffix
-// for the base: every base_1 .. base_{hint-1} is known to be taken.
-std::string Namespace::next_free(const std::string& base, uint64_t num, const void* obj) {
+// Claims the first free `base_k` with k > num, searching from a remembered
+// suffix for the base: every base_1 .. base_{hint-1} is known to be taken.
+std::string Namespace::claim_next_free(const std::string& base, uint64_t num, const void* obj) {
   uint64_t& hint = next_suffix_[base];
   if (hint == 0) hint = 1;
   uint64_t k = std::max(num + 1, hint);
   bool contiguous = num + 1 <= hint;
   std::string name = base + "_" + std::to_string(k);
-  while (taken(name, obj)) name = base + "_" + std::to_string(++k);
+  while (!claim_free(name, obj)) name = base + "_" + std::to_string(++k);
   if (contiguous) hint = k + 1;
   return name;
 }
 
 bool Namespace::taken(const std::string& name, const void* obj) const {
   return used_.count(name) != 0 || is_illegal(name, obj);
+}
+
+// Takes `name` if it is free: one lookup in used_ for the common case.
+bool Namespace::claim_free(const std::string& name, const void* obj) {
+  return !is_illegal(name, obj) && used_.insert(name).second;
 }
 
 std::string Namespace::create_name(std::string_view raw, const void* obj) {
@@ -114,27 +119,27 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
   bool has_suffix = us != std::string::npos && us + 1 < candidate.size() &&
                     std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(),
                                 [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
-  // The common case, a free name, is claimed with one lookup in used_.
-  auto claim_free = [&](const std::string& name) {
-    return !is_illegal(name, obj) && used_.insert(name).second;
-  };
   bool claimed = false;
   if (!has_suffix) {
-    claimed = claim_free(candidate);
-    if (!claimed) candidate = next_free(candidate, 0, obj);
+    claimed = claim_free(candidate, obj);
+    if (!claimed) {
+      candidate = claim_next_free(candidate, 0, obj);
+      claimed = true;
+    }
   } else {
     if (candidate[us + 1] == '0' && candidate.size() > us + 2) {  // leading zeros
       const size_t first = candidate.find_first_not_of('0', us + 1);
       candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
     }
-    claimed = claim_free(candidate);
+    claimed = claim_free(candidate, obj);
     if (!claimed) {
       const std::string base = candidate.substr(0, us);
       std::string digits = candidate.substr(us + 1);
       if (digits.size() <= 18) {
         uint64_t num = 0;
         std::from_chars(digits.data(), digits.data() + digits.size(), num);
-        candidate = next_free(base, num, obj);
+        candidate = claim_next_free(base, num, obj);
+        claimed = true;
       } else {  // beyond 64 bits: count up in decimal, as Python's big ints do
         do {
           size_t k = digits.size();

@@ -34,7 +34,8 @@ class Namespace {
 
  private:
   bool taken(const std::string& name, const void* obj) const;
-  std::string next_free(const std::string& base, uint64_t num, const void* obj);
+  bool claim_free(const std::string& name, const void* obj);
+  std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
 
   std::unordered_set<std::string> used_;
