@@ -21,6 +21,9 @@ cmake --build build-fuzz -j"$jobs" --target fx_load_fuzzer fx_load_fuzz_seeds
 mkdir -p build-fuzz/corpus build-fuzz/findings
 build-fuzz/fuzz/fx_load_fuzz_seeds build-fuzz/seeds tests/serialize/fuzz_corpus/*
 export LSAN_OPTIONS=suppressions=$PWD/tests/serialize/lsan.supp
+# clang-16's sanitizers need clang-16's symbolizer (the llvm-symbolizer on
+# PATH may be another version's).
+export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
 export UBSAN_OPTIONS=print_stacktrace=1
 # -rss_limit_mb: LibTorch and the valid file take ~300 MB before the first input.
 build-fuzz/fuzz/fx_load_fuzzer build-fuzz/corpus build-fuzz/seeds \

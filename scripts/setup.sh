@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev                   # Google Benchmark
   nlohmann-json3-dev                 # JSON for the conformance harness
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # libFuzzer on fx::load (scripts/fuzz.sh)
+  llvm-16                            # its llvm-symbolizer, for readable stacks in findings
 )
 
 missing=()
