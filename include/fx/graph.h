@@ -139,6 +139,10 @@ class Graph {
   // Checks every invariant and throws fx::LintError naming the first node
   // that breaks one.
   void lint() const;
+  // Where each value dies, for code and executors that free values early:
+  // for the i-th node of `order` (this graph's nodes(), in order), the nodes
+  // it is the last user of, each listed once. O(n), no hashing.
+  std::vector<std::vector<Node*>> last_uses(const std::vector<Node*>& order) const;
 
   OwningModule* owning_module() const { return owning_module_; }
   void set_owning_module(OwningModule* m) { owning_module_ = m; }

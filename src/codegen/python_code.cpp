@@ -152,20 +152,8 @@ PythonCode Graph::python_code(std::string_view root_module) const {
   CodeNames names;
   PythonCode result;
 
-  // Last uses: walking backwards, the first use of a value seen is its last.
-  // last_uses[i] lists the values that die at the i-th node.
   std::vector<Node*> order = nodes().to_vector();
-  std::vector<std::vector<Node*>> last_uses(order.size());
-  uint64_t seen = next_mark();
-  for (size_t i = order.size(); i-- > 0;) {
-    auto note = [&](Node* in) {
-      if (in->mark_ != seen) {
-        in->mark_ = seen;
-        last_uses[i].push_back(in);
-      }
-    };
-    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, note);
-  }
+  const std::vector<std::vector<Node*>> dies_at = last_uses(order);  // freed after the i-th node
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   auto format_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {
@@ -251,11 +239,11 @@ PythonCode Graph::python_code(std::string_view root_module) const {
         body += '\n';
         continue;
     }
-    if (last_uses[i].empty()) {
+    if (dies_at[i].empty()) {
       body += '\n';
     } else {
       body += ";  ";
-      for (Node* dead : last_uses[i]) cat(body, {names.name_of(dead), " = "});
+      for (Node* dead : dies_at[i]) cat(body, {names.name_of(dead), " = "});
       body += "None\n";
     }
   }

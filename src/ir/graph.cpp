@@ -331,4 +331,20 @@ std::vector<Node*> Graph::find_nodes(Op op, Target target) const {
 std::ostream& operator<<(std::ostream& os, const Graph& g) { return os << g.to_string(); }
 std::ostream& operator<<(std::ostream& os, const Node& n) { return os << n.format_node(); }
 
+// Walking backwards, the first use of a value seen is its last.
+std::vector<std::vector<Node*>> Graph::last_uses(const std::vector<Node*>& order) const {
+  std::vector<std::vector<Node*>> dies_at(order.size());
+  const uint64_t seen = next_mark();
+  for (size_t i = order.size(); i-- > 0;) {
+    auto note = [&](Node* in) {
+      if (in->mark_ != seen) {
+        in->mark_ = seen;
+        dies_at[i].push_back(in);
+      }
+    };
+    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, note);
+  }
+  return dies_at;
+}
+
 }  // namespace fx

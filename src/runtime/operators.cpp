@@ -265,7 +265,7 @@ const char* tensor_aten_name(Op op) {
 // tensor_binop's first branch, the ATen op on (a, b); specialize that.
 std::shared_ptr<const SpecializedCall> specialize_binop(const OpInfo& o, const std::vector<SiteArg>& args) {
   if (args.size() != 2 || args[0].slot < 0) return nullptr;
-  return resolve_function(std::string("torch.ops.aten.") + tensor_aten_name(o.op))->specialized(args);
+  return resolve_function(std::string("torch.ops.aten.") + tensor_aten_name(o.op))->specialize(args);
 }
 
 c10::IValue make_sequence_like(const c10::IValue& like, std::vector<c10::IValue> items) {

@@ -191,7 +191,6 @@ void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
     throw;
   }
   old->set_owning_module(nullptr);
-  set_forward_params(placeholder_params(*graph_));
 }
 
 // FX's _assign_attr: put `value` at `path`, creating containers on the way.
@@ -482,23 +481,7 @@ void GraphModule::recompile() {
   plan->slot_of.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) plan->slot_of.emplace(order[i], static_cast<int>(i));
   plan->steps.reserve(order.size());
-  // The slots to free after each node, to free values early: walking
-  // backwards, the first use of a value seen is its last.
-  std::vector<std::vector<int>> dies_at(order.size());
-  {
-    std::vector<char> seen(order.size());
-    for (size_t i = order.size(); i-- > 0;) {
-      auto note = [&](Node* in) {
-        const int s = plan->slot_of.at(in);
-        if (!seen[s]) {
-          seen[s] = 1;
-          dies_at[i].push_back(s);
-        }
-      };
-      for (const auto& a : order[i]->args()) for_each_node(a, note);
-      for (const auto& [k, v] : order[i]->kwargs()) for_each_node(v, note);
-    }
-  }
+  const auto dies_at = graph_->last_uses(order);  // to free values early
   auto source = [&](const Argument& a) {
     ArgSource s;
     if (Node* n = a.node()) {
@@ -556,7 +539,7 @@ void GraphModule::recompile() {
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
         }
       }
-      step.dead = std::move(dies_at[i]);
+      for (const Node* dead : dies_at[i]) step.dead.push_back(plan->slot_of.at(dead));
       plan->steps.push_back(std::move(step));
     } catch (const Error& e) {
       throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +

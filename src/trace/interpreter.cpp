@@ -2,8 +2,6 @@
 #include <fx/interpreter.h>
 #include <fx/tracer.h>
 
-#include "last_uses.h"
-
 namespace fx {
 
 Interpreter::Interpreter(GraphModule& module, bool garbage_collect_values)
@@ -61,17 +59,16 @@ Value Interpreter::run(std::vector<Value> args) {
   pending_args_ = std::move(args);
   next_arg_ = 0;
   const Graph& g = module_.graph();
-  std::unordered_map<const Node*, std::vector<const Node*>> dies_at;
-  if (garbage_collect_) dies_at = detail::last_uses(g);
-  for (Node* n : g.nodes()) {
+  const std::vector<Node*> order = g.nodes().to_vector();
+  std::vector<std::vector<Node*>> dies_at;
+  if (garbage_collect_) dies_at = g.last_uses(order);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
     Value v = run_node_naming_it(n);
     if (n->op() == Op::output) return v;
     env[n] = std::move(v);
-    if (garbage_collect_) {
-      auto it = dies_at.find(n);
-      if (it != dies_at.end())
-        for (const Node* dead : it->second) env.erase(dead);
-    }
+    if (garbage_collect_)
+      for (const Node* dead : dies_at[i]) env.erase(dead);
   }
   throw Error("interpreter: the graph has no output node");
 }
