@@ -113,14 +113,18 @@ class Tracer {
 
  private:
   Value concrete_placeholder(const Module::Param& param, const ConcreteArg& arg, int& count, TreeSpec& spec);
+  // Fills the three tensor-name maps on the first tensor argument: a model
+  // made of leaf modules never needs them.
+  void index_tensors();
 
   std::unique_ptr<Graph> graph_;
   Module* root_ = nullptr;
+  bool tensors_indexed_ = false;
   std::unordered_map<const void*, std::string> param_names_;   // TensorImpl* -> qualified name
   std::unordered_map<const void*, std::string> buffer_names_;  // TensorImpl* -> qualified name
   std::unordered_map<const void*, Value> param_proxies_;
   std::unordered_map<const void*, std::string> constant_names_;
-  std::unordered_map<const Module*, std::string> module_paths_;
+  std::unordered_map<const torch::nn::Module*, std::string> module_paths_;  // named_modules(), by identity
 };
 
 // Tracer().trace(root, concrete_args) as a graph.

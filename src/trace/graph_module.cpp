@@ -92,27 +92,40 @@ struct GraphModule::Plan {
   std::unordered_map<const Node*, int> slot_of;
 };
 
-// What copying a root's attributes looks up, built once per construction so
-// that copying n targets is O(n) (named_children() and named_parameters()
-// copy a dict on every call).
+// What copying a root's attributes looks up. The root's modules and tensors
+// are found by walking the path, as FX's _copy_attr does with getattr, so
+// nothing is indexed that the graph does not name.
 struct GraphModule::RootIndex {
   enum class Kind { parameter, buffer, attribute };
-  RootIndex(Module& r, GraphModule& self)
-      : root(r), root_modules(r.named_modules("", /*include_self=*/false)) {
-    for (const auto& p : r.named_parameters())
-      tensors.emplace(p.key(), std::pair(p.value(), Kind::parameter));
-    for (const auto& b : r.named_buffers()) tensors.emplace(b.key(), std::pair(b.value(), Kind::buffer));
-    for (const auto& [name, t] : r.attributes()) tensors.emplace(name, std::pair(t, Kind::attribute));
-    for (const auto& m : root_modules)
-      if (const auto* fm = dynamic_cast<const Module*>(m.value().get()))
-        for (const auto& [name, t] : fm->attributes())
-          tensors.emplace(m.key() + "." + name, std::pair(t, Kind::attribute));
+  RootIndex(Module& r, GraphModule& self) : root(r) {
     here.emplace("", &self);
     owned.insert(&self);
   }
-  std::shared_ptr<torch::nn::Module> root_module(const std::string& path) const {
-    const auto* found = root_modules.find(path);
+  std::shared_ptr<torch::nn::Module> root_module(std::string_view path) const {
+    const auto* found = detail::find_submodule(root, path);
     return found ? *found : nullptr;
+  }
+  // The root's parameter, buffer or tensor attribute at `path`, or nullopt.
+  std::optional<std::pair<at::Tensor, Kind>> root_tensor(const std::string& path) {
+    auto [parent_path, name] = detail::split_path(path);
+    const torch::nn::Module* parent = &root;
+    if (!parent_path.empty()) {
+      const auto* found = detail::find_submodule(root, parent_path);
+      if (!found) return std::nullopt;
+      parent = found->get();
+    }
+    if (const auto* p = detail::parameters_of(*parent).find(name); p && p->defined())
+      return std::pair(*p, Kind::parameter);
+    if (const auto* b = detail::buffers_of(*parent).find(name); b && b->defined())
+      return std::pair(*b, Kind::buffer);
+    const auto* fm = dynamic_cast<const Module*>(parent);
+    if (!fm) return std::nullopt;
+    auto [attrs, fresh] = attributes.try_emplace(fm);
+    if (fresh)  // once per module: many `_tensor_constantN` stay linear
+      for (const auto& [k, v] : fm->attributes()) attrs->second.emplace(k, &v);
+    auto it = attrs->second.find(name);
+    if (it == attrs->second.end()) return std::nullopt;
+    return std::pair(*it->second, Kind::attribute);
   }
   // This GraphModule's module at `path`, or nullptr.
   torch::nn::Module* find(const std::string& path) {
@@ -127,8 +140,7 @@ struct GraphModule::RootIndex {
   }
 
   Module& root;
-  torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>> root_modules;
-  std::unordered_map<std::string, std::pair<at::Tensor, Kind>> tensors;  // the root's, by path
+  std::unordered_map<const Module*, std::unordered_map<std::string_view, const at::Tensor*>> attributes;
   std::unordered_map<std::string, torch::nn::Module*> here;              // this module's tree, by path
   std::unordered_set<std::string> expanded;                              // paths whose children are in `here`
   std::unordered_set<const torch::nn::Module*> owned;                    // this and the containers made here
@@ -439,8 +451,8 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
     share_module(std::move(m));
     return;
   }
-  auto t = index.tensors.find(path);
-  if (t == index.tensors.end()) {
+  auto t = index.root_tensor(path);
+  if (!t) {
     if (auto m = path.empty() ? nullptr : index.root_module(path)) {  // get_attr of a whole module
       share_module(std::move(m));
       return;
@@ -453,7 +465,7 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
   torch::nn::Module* parent = make_path(index, parent_path);
   // A module shared with the root has the tensor already; ours get it once.
   if (!index.owned.count(parent) || !index.copied.insert(path).second) return;
-  const auto& [tensor, kind] = t->second;
+  const auto& [tensor, kind] = *t;
   switch (kind) {
     case RootIndex::Kind::parameter:
       parent->register_parameter(name, tensor, tensor.requires_grad());
@@ -496,7 +508,6 @@ void GraphModule::recompile() {
     }
     return s;
   };
-  std::optional<torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>> modules;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
     try {
@@ -531,9 +542,7 @@ void GraphModule::recompile() {
             for (const auto& a : step.args) step.site_slots.push_back(a.slot);
         }
         if (n->op() == Op::call_module) {
-          if (!modules)
-            modules = named_modules("", /*include_self=*/false);  // once: a lookup per node is O(n)
-          const auto* found = modules->find(n->target().str());
+          const auto* found = detail::find_submodule(*this, n->target().str());
           step.module = found ? std::dynamic_pointer_cast<Module>(*found) : nullptr;
           if (!step.module)
             throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");

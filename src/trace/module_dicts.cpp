@@ -33,6 +33,21 @@ const Children& children_of(const torch::nn::Module& m) { return m.*children_mem
 const Tensors& parameters_of(const torch::nn::Module& m) { return m.*parameters_member(); }
 const Tensors& buffers_of(const torch::nn::Module& m) { return m.*buffers_member(); }
 
+const std::shared_ptr<torch::nn::Module>* find_submodule(const torch::nn::Module& m, std::string_view path) {
+  if (path.empty()) return nullptr;
+  const torch::nn::Module* cur = &m;
+  std::string atom;
+  for (;;) {
+    size_t dot = path.find('.');
+    atom.assign(path.substr(0, dot));
+    const std::shared_ptr<torch::nn::Module>* found = children_of(*cur).find(atom);
+    if (!found || !*found) return nullptr;
+    if (dot == std::string_view::npos) return found;
+    cur = found->get();
+    path.remove_prefix(dot + 1);
+  }
+}
+
 std::string type_of(const torch::nn::Module& m) {
   const auto* fm = dynamic_cast<const Module*>(&m);
   return fm ? fm->type_name() : m.name();

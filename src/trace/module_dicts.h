@@ -17,6 +17,22 @@ const torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>>& child
     const torch::nn::Module& m);
 const torch::OrderedDict<std::string, at::Tensor>& parameters_of(const torch::nn::Module& m);
 const torch::OrderedDict<std::string, at::Tensor>& buffers_of(const torch::nn::Module& m);
+// The descendant of m at dotted `path`, walked child by child as Python's
+// getattr chain does; nullptr when there is none or path is empty.
+const std::shared_ptr<torch::nn::Module>* find_submodule(const torch::nn::Module& m, std::string_view path);
+
+// m's descendants in the order of Python's named_modules(): pre-order,
+// children in registration order, each with its dotted path. No dict is
+// copied. `visit(path, module)` returns false to skip the module's children:
+// named_modules' memo, for a module reached a second time.
+template <class Visit>
+void walk_submodules(const torch::nn::Module& m, const std::string& prefix, Visit&& visit) {
+  for (const auto& child : children_of(m)) {
+    if (!child.value()) continue;
+    std::string path = prefix.empty() ? child.key() : prefix + "." + child.key();
+    if (visit(path, *child.value())) walk_submodules(*child.value(), path, visit);
+  }
+}
 // The Python class name of m: an fx::Module's type_name(), else m.name().
 std::string type_of(const torch::nn::Module& m);
 // torch.nn.Module, Sequential, ModuleList, ModuleDict: the types whose

@@ -5,9 +5,11 @@
 #include <fx/tracer.h>
 
 #include "../ir/repr.h"
+#include "module_dicts.h"
 #include "stack_trace.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace fx {
 
@@ -34,21 +36,18 @@ Tracer* Tracer::current() { return current_tracer; }
 std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_args) {
   graph_ = std::make_unique<Graph>();
   root_ = &root;
+  tensors_indexed_ = false;
   param_names_.clear();
   buffer_names_.clear();
   param_proxies_.clear();
   constant_names_.clear();
   module_paths_.clear();
-  for (const auto& p : root.named_parameters()) param_names_.emplace(identity(p.value()), p.key());
-  for (const auto& b : root.named_buffers()) buffer_names_.emplace(identity(b.value()), b.key());
-  // Plain tensor attributes keep their names (FX's collect_tensor_attrs).
-  for (const auto& [name, t] : root.attributes()) constant_names_.emplace(identity(t), name);
-  for (const auto& m : root.named_modules("", /*include_self=*/false)) {
-    const auto* fm = dynamic_cast<const Module*>(m.value().get());
-    if (!fm) continue;
-    module_paths_.emplace(fm, m.key());
-    for (const auto& [name, t] : fm->attributes()) constant_names_.emplace(identity(t), m.key() + "." + name);
-  }
+  // FX's submodule_paths: {mod: name for name, mod in root.named_modules()},
+  // the first path of a module reached twice.
+  module_paths_.emplace(&root, "");
+  detail::walk_submodules(root, "", [this](const std::string& path, const torch::nn::Module& m) {
+    return module_paths_.emplace(&m, path).second;
+  });
 
   const auto& params = root.forward_params();
   for (const auto& [name, arg] : concrete_args) {
@@ -95,6 +94,28 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
   create_node(Op::output, Target("output"), {create_arg(out)}, {}, std::nullopt, root.annotation("return"));
   root_ = nullptr;
   return std::move(graph_);
+}
+
+// named_parameters(), named_buffers() and the tensor attributes (FX's
+// collect_tensor_attrs), by identity: the first name of a tensor reached twice.
+void Tracer::index_tensors() {
+  if (tensors_indexed_) return;
+  if (!root_) throw TraceError("this tracer is not tracing; a tensor cannot be recorded as a graph argument");
+  tensors_indexed_ = true;
+  std::unordered_set<const torch::nn::Module*> seen;
+  auto index = [&](const std::string& prefix, const torch::nn::Module& m) {
+    if (!seen.insert(&m).second) return false;
+    auto qualified = [&](const std::string& name) { return prefix.empty() ? name : prefix + "." + name; };
+    for (const auto& p : detail::parameters_of(m))
+      if (p.value().defined()) param_names_.emplace(identity(p.value()), qualified(p.key()));
+    for (const auto& b : detail::buffers_of(m))
+      if (b.value().defined()) buffer_names_.emplace(identity(b.value()), qualified(b.key()));
+    if (const auto* fm = dynamic_cast<const Module*>(&m))
+      for (const auto& [name, t] : fm->attributes()) constant_names_.emplace(identity(t), qualified(name));
+    return true;
+  };
+  index("", *root_);
+  detail::walk_submodules(*root_, "", index);
 }
 
 // torch.fx's create_args_for_root.proxy_placeholder for a parameter named
@@ -203,6 +224,7 @@ Argument Tracer::create_arg(const Value& v) {
   if (iv.isString()) return iv.toStringRef();
   if (iv.isDevice()) return iv.toDevice();
   if (iv.isTensor()) {
+    index_tensors();
     const at::Tensor& t = iv.toTensor();
     if (auto p = param_names_.find(identity(t)); p != param_names_.end()) return getattr(p->second, t).node();
     if (auto b = buffer_names_.find(identity(t)); b != buffer_names_.end())
@@ -214,9 +236,8 @@ Argument Tracer::create_arg(const Value& v) {
       std::string name;
       for (size_t i = 0;; ++i) {
         name = "_tensor_constant" + std::to_string(i);
-        bool taken =
-            root_ && (root_->named_parameters(false).contains(name) ||
-                      root_->named_buffers(false).contains(name) || root_->named_children().contains(name));
+        bool taken = detail::parameters_of(*root_).contains(name) ||
+                     detail::buffers_of(*root_).contains(name) || detail::children_of(*root_).contains(name);
         for (const auto& a : root_->attributes()) taken = taken || a.first == name;
         if (!taken) break;
       }
