@@ -78,14 +78,14 @@ bool Namespace::is_illegal(std::string_view name, const void* obj) const {
 
 bool Namespace::claim(const std::string& name) {
   if (!is_identifier(name) || taken(name, nullptr)) return false;
-  used_.insert(name);
+  used_.try_emplace(name);
   return true;
 }
 
 // Claims the first free `base_k` with k > num, searching from a remembered
 // suffix for the base: every base_1 .. base_{hint-1} is known to be taken.
 std::string Namespace::claim_next_free(const std::string& base, uint64_t num, const void* obj) {
-  uint64_t& hint = next_suffix_[base];
+  uint64_t& hint = *next_suffix_.try_emplace(base).first;
   if (hint == 0) hint = 1;
   uint64_t k = std::max(num + 1, hint);
   bool contiguous = num + 1 <= hint;
@@ -96,18 +96,17 @@ std::string Namespace::claim_next_free(const std::string& base, uint64_t num, co
 }
 
 bool Namespace::taken(const std::string& name, const void* obj) const {
-  return used_.count(name) != 0 || is_illegal(name, obj);
+  return used_.find(name) != nullptr || is_illegal(name, obj);
 }
 
 // Takes `name` if it is free: one lookup in used_ for the common case.
 bool Namespace::claim_free(const std::string& name, const void* obj) {
-  return !is_illegal(name, obj) && used_.insert(name).second;
+  return !is_illegal(name, obj) && used_.try_emplace(name).second;
 }
 
 std::string Namespace::create_name(std::string_view raw, const void* obj) {
   if (obj != nullptr) {
-    auto it = names_of_.find(obj);
-    if (it != names_of_.end()) return it->second;
+    if (const std::string* known = names_of_.find(obj)) return *known;
   }
   std::string candidate = sanitize(raw);
   if (candidate.empty())
@@ -153,8 +152,8 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
       }
     }
   }
-  if (!claimed) used_.insert(candidate);
-  if (obj != nullptr) names_of_.emplace(obj, candidate);
+  if (!claimed) used_.try_emplace(candidate);
+  if (obj != nullptr) *names_of_.try_emplace(obj).first = candidate;
   return candidate;
 }
 

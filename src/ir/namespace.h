@@ -7,10 +7,11 @@
 // FX's O(n^2), with identical results.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
+
+#include "flat_map.h"
 
 namespace fx::detail {
 
@@ -38,9 +39,13 @@ class Namespace {
   std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
 
-  std::unordered_set<std::string> used_;
-  std::unordered_map<std::string, uint64_t> next_suffix_;  // base -> k: base_1..base_{k-1} taken
-  std::unordered_map<const void*, std::string> names_of_;
+  struct StringHash {
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  struct Taken {};
+  FlatMap<std::string, Taken, StringHash> used_;
+  FlatMap<std::string, uint64_t, StringHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
+  FlatMap<const void*, std::string, std::hash<const void*>> names_of_;
 };
 
 }  // namespace fx::detail

@@ -3,8 +3,8 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <unordered_map>
 
+#include "flat_map.h"
 #include "python_names.h"
 #include "target_entry.h"
 
@@ -80,19 +80,21 @@ class Registry {
  public:
   const TargetEntry* intern(std::string_view name) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(name);
-    if (it != entries_.end()) return it->second.get();
+    if (const auto* known = entries_.find(name)) return known->get();
     auto e = std::make_unique<TargetEntry>();
     e->name = std::string(name);
     describe(*e);
     const TargetEntry* raw = e.get();
-    entries_.emplace(std::string_view(raw->name), std::move(e));
+    *entries_.try_emplace(std::string_view(raw->name)).first = std::move(e);  // keyed by the entry's own name
     return raw;
   }
 
  private:
+  struct NameHash {
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   std::mutex mu_;
-  std::unordered_map<std::string_view, std::unique_ptr<TargetEntry>> entries_;
+  detail::FlatMap<std::string_view, std::unique_ptr<TargetEntry>, NameHash> entries_;
 };
 
 Registry& registry() {
