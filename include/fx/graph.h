@@ -134,7 +134,10 @@ class Graph {
   bool eliminate_dead_code();
 
   // ---- queries ----------------------------------------------------------
-  // The live nodes with this op and target, in creation order. O(1) + k.
+  // The live nodes with this op and target, in creation order (a node
+  // retargeted after the first query counts as created then). O(k), after
+  // a first query that indexes the graph in O(n): building a graph pays
+  // nothing for the index until someone asks.
   std::vector<Node*> find_nodes(Op op, Target target) const;
   // Checks every invariant and throws fx::LintError naming the first node
   // that breaks one.
@@ -172,8 +175,9 @@ class Graph {
   void unlink(Node* n);
   void assign_order(Node* n);
   void renumber_from(Node* first_gap, uint64_t lo, uint64_t hi, size_t count);
-  void bucket_add(Node* n);
-  void bucket_remove(Node* n);
+  void bucket_add(Node* n) const;
+  void bucket_remove(Node* n) const;
+  void index_buckets() const;
   uint64_t next_mark() const { return ++mark_epoch_; }
 
   Node* root_;  // sentinel: root_->next_ is the first node, root_->prev_ the last
@@ -202,7 +206,8 @@ class Graph {
     Node* head = nullptr;
     Node* tail = nullptr;
   };
-  std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;
+  mutable std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;  // find_nodes' index, once queried
+  mutable bool buckets_indexed_ = false;
   OwningModule* owning_module_ = nullptr;
   std::optional<PyTreeInfo> pytree_info_;
 };

@@ -132,7 +132,8 @@ void Graph::assign_order(Node* n) {
   for (Node* cur = root_->next_; cur != root_; cur = cur->next_) cur->order_ = (k += gap);
 }
 
-void Graph::bucket_add(Node* n) {
+void Graph::bucket_add(Node* n) const {
+  if (!buckets_indexed_) return;
   Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
   n->bucket_prev_ = b.tail;
   n->bucket_next_ = nullptr;
@@ -140,7 +141,8 @@ void Graph::bucket_add(Node* n) {
   b.tail = n;
 }
 
-void Graph::bucket_remove(Node* n) {
+void Graph::bucket_remove(Node* n) const {
+  if (!buckets_indexed_) return;
   Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
   (n->bucket_prev_ ? n->bucket_prev_->bucket_next_ : b.head) = n->bucket_next_;
   (n->bucket_next_ ? n->bucket_next_->bucket_prev_ : b.tail) = n->bucket_prev_;
@@ -320,7 +322,20 @@ bool Graph::eliminate_dead_code() {
   return changed;
 }
 
+// The node blocks hold the nodes in creation order.
+void Graph::index_buckets() const {
+  buckets_indexed_ = true;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const size_t used = b + 1 == blocks_.size() ? used_in_last_block_ : kNodesPerBlock;
+    for (size_t i = 0; i < used; ++i) {
+      Node* n = &blocks_[b][i];
+      if (!n->is_root_ && !n->erased_) bucket_add(n);
+    }
+  }
+}
+
 std::vector<Node*> Graph::find_nodes(Op op, Target target) const {
+  if (!buckets_indexed_) index_buckets();
   std::vector<Node*> out;
   auto it = buckets_.find(BucketKey{op, target.entry()});
   if (it == buckets_.end()) return out;
