@@ -50,6 +50,7 @@ at::Tensor Module::register_attribute(const std::string& name, at::Tensor value)
 }
 
 std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) const {
+  if (kwargs.empty() && args.size() == params_.size()) return args;  // the common call: nothing to bind
   auto where = [&] { return type_name_ + ".forward"; };
   if (args.size() > params_.size())
     throw Error(where() + " takes " + std::to_string(params_.size()) + " argument(s) but " +
@@ -129,11 +130,11 @@ void Module::copy_state_from(const torch::nn::Module& other) {
 }
 
 Value Module::call(std::vector<Value> args, ValueKwargs kwargs) {
+  Tracer* t = Tracer::current();
+  if (!t) return forward(bind(std::move(args), std::move(kwargs)));
   std::vector<Value> bound = bind(args, kwargs);
-  if (Tracer* t = Tracer::current())
-    return t->call_module(
-        *this, [&] { return forward(bound); }, args, kwargs);
-  return forward(bound);
+  return t->call_module(
+      *this, [&] { return forward(bound); }, args, kwargs);
 }
 
 }  // namespace fx
