@@ -33,7 +33,6 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -252,21 +251,13 @@ BENCHMARK(BM_exec_handwritten)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTim
 BENCHMARK(BM_exec_graph_module)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_exec_interpreter)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_trace_mlp)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
-BENCHMARK(BM_symbolic_trace_mlp)->Arg(1000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_symbolic_trace_mlp)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_symbolic_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // symbolic_trace of the 10k-layer MLP takes over a minute (GraphModule's
-  // constructor is quadratic in the number of submodules, see
-  // docs/benchmarks.md): only with FXCPP_BENCH_SLOW=1.
-  if (const char* slow = std::getenv("FXCPP_BENCH_SLOW"); slow && std::string(slow) == "1")
-    benchmark::RegisterBenchmark("BM_symbolic_trace_mlp", BM_symbolic_trace_mlp)
-        ->Arg(10000)
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(1);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
