@@ -38,6 +38,11 @@ class FlatMap {
     return const_cast<FlatMap*>(this)->find(q);
   }
 
+  // Room for n entries without growing.
+  void reserve(size_t n) {
+    while (2 * n > slots_.size()) grow();
+  }
+
   // The value under q, made from Key(q) and Value() if absent; true when made.
   template <class Q>
   std::pair<Value*, bool> try_emplace(const Q& q) {
@@ -60,7 +65,7 @@ class FlatMap {
   struct Slot {
     uint64_t hash = 0;  // 0: empty (tag() never returns 0)
     Key key{};
-    Value value{};
+    [[no_unique_address]] Value value{};  // a set's empty Value takes no room
   };
 
   template <class Q>
