@@ -143,6 +143,23 @@ CONCRETE_ARGS = {
 }
 
 
+class Holder(nn.Module):  # holds a parameter that another module owns too
+    def __init__(self, w):
+        super().__init__()
+        self.w = w
+
+
+class Shared(nn.Module):  # one module under two names, one parameter in two modules
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = self.a
+        self.holder = Holder(self.a.weight)
+
+    def forward(self, x):
+        return self.b(x) + self.holder.w
+
+
 MODELS = {
     'my_model': (MyModel, None),
     'simple_net': (SimpleNet, None),
@@ -150,6 +167,7 @@ MODELS = {
     'attributes': (Attributes, None),
     'operations': (Operations, None),
     'sequence': (Sequence, None),
+    'shared': (Shared, None),
     'wrapped': (Wrapped, None),
     'simple_net_linear_not_leaf': (SimpleNet, LinearNotLeaf),
     'sequence_linear_not_leaf': (Sequence, LinearNotLeaf),

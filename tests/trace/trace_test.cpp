@@ -68,6 +68,27 @@ struct Sequence : fx::Module {
   Value forward(const std::vector<Value>& in) override { return (*flatten)((*features)(in[0])); }
 };
 
+// A module registered under two names and a parameter held by two modules:
+// FX names each by its first path in named_modules() / named_parameters().
+struct Holder : fx::Module {
+  at::Tensor w;
+  explicit Holder(at::Tensor shared) : fx::Module("Holder") { w = register_parameter("w", std::move(shared)); }
+  Value forward(const std::vector<Value>&) override { throw fx::Error("Holder has no forward"); }
+};
+
+struct Shared : fx::Module {
+  std::shared_ptr<Linear> a;
+  std::shared_ptr<Holder> holder;
+  Shared() : fx::Module("Shared") {
+    a = register_module("a", make<Linear>(4, 4));
+    register_module("b", a);
+    holder = register_module("holder", make<Holder>(a->weight));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    return (*a)(in[0]) + holder->w;
+  }
+};
+
 template <class M, class T = fx::Tracer>
 void expect_same_trace(const std::string& name) {
   if (expected().is_null())
@@ -87,6 +108,7 @@ TEST(Trace, ResNetBasicBlock) { expect_same_trace<BasicBlock>("basic_block"); }
 TEST(Trace, ParametersBuffersAndTensorAttributes) { expect_same_trace<Attributes>("attributes"); }
 TEST(Trace, OperatorsMethodsKwargsIndexing) { expect_same_trace<Operations>("operations"); }
 TEST(Trace, ContainersAreTracedThrough) { expect_same_trace<Sequence>("sequence"); }
+TEST(Trace, SharedModulesAndParametersTakeTheirFirstPath) { expect_same_trace<Shared>("shared"); }
 TEST(Trace, CustomLeafPolicy) {
   expect_same_trace<SimpleNet, LinearNotLeaf>("simple_net_linear_not_leaf");
   expect_same_trace<Sequence, LinearNotLeaf>("sequence_linear_not_leaf");
