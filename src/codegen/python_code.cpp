@@ -41,7 +41,8 @@ std::vector<std::string> split_type_args(std::string_view inner) {
 // as FX does, so that a node named like a global is renamed in the code.
 class CodeNames final : public detail::NodeNamer {
  public:
-  CodeNames() {
+  explicit CodeNames(size_t nodes) {
+    ns_.reserve(nodes + 16);  // every node, the custom builtins and a few globals
     ns_.add_custom_builtins();
     for (const char* b : {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
       globals_.emplace_back(b, b);
@@ -149,7 +150,7 @@ std::string format_fields(const Node* n, const char* fmt, const std::vector<std:
 }  // namespace
 
 PythonCode Graph::python_code(std::string_view root_module) const {
-  CodeNames names;
+  CodeNames names(size());
   PythonCode result;
 
   std::vector<Node*> order = nodes().to_vector();

@@ -25,6 +25,12 @@ class Namespace {
   // null: asking again for the same obj returns the same name).
   std::string create_name(std::string_view candidate, const void* obj);
 
+  // Room for n names (and n objects) without growing.
+  void reserve(size_t n) {
+    used_.reserve(n);
+    names_of_.reserve(n);
+  }
+
   // Takes `name` exactly; false if it is taken or not a legal name.
   bool claim(const std::string& name);
 
