@@ -18,10 +18,18 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace fx::detail {
+
+// std::hash over std::string_view, for std::string and std::string_view
+// keys looked up by either.
+struct StringViewHash {
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
 
 // `Hash` must be transparent over the lookup types (a std::string key is
 // found by std::string_view): hash(q) equal for equal keys, `key == q` defined.

@@ -45,12 +45,9 @@ class Namespace {
   std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
 
-  struct StringHash {
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
   struct Taken {};
-  FlatMap<std::string, Taken, StringHash> used_;
-  FlatMap<std::string, uint64_t, StringHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
+  FlatMap<std::string, Taken, StringViewHash> used_;
+  FlatMap<std::string, uint64_t, StringViewHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
   FlatMap<const void*, std::string, std::hash<const void*>> names_of_;
 };
 

@@ -90,11 +90,8 @@ class Registry {
   }
 
  private:
-  struct NameHash {
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
   std::mutex mu_;
-  detail::FlatMap<std::string_view, std::unique_ptr<TargetEntry>, NameHash> entries_;
+  detail::FlatMap<std::string_view, std::unique_ptr<TargetEntry>, detail::StringViewHash> entries_;
 };
 
 Registry& registry() {

@@ -334,18 +334,9 @@ std::shared_ptr<torch::nn::Module> GraphModule::clone(const c10::optional<c10::D
 }
 
 torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
-  torch::nn::Module* cur = const_cast<GraphModule*>(this);
-  size_t start = 0;
-  while (start < path.size()) {
-    size_t dot = path.find('.', start);
-    std::string atom(
-        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    cur = child_of(cur, atom);
-    if (!cur) return nullptr;
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return cur;
+  if (path.empty()) return const_cast<GraphModule*>(this);
+  const auto* found = detail::find_submodule(*this, path);
+  return found ? found->get() : nullptr;
 }
 
 bool GraphModule::delete_submodule(const std::string& path) {

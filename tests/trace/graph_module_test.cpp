@@ -86,6 +86,7 @@ TEST(GraphModuleFromMap, PlacesEachEntryAtItsPath) {
   EXPECT_TRUE(gm.get_tensor("sub.w").is_same(w));
   EXPECT_TRUE(gm.get_tensor("sub.w").requires_grad());
   EXPECT_EQ(gm.get_submodule("blocks.lin"), lin.get());
+  EXPECT_EQ(gm.get_submodule("blocks."), nullptr);  // as Python's getattr(blocks, ""): no such module
   EXPECT_EQ(gm.to_string(),
             "GraphModule(\n  (sub): Module()\n  (blocks): Module(\n    (lin): Affine()\n  )\n)\n\n\n\n"
             "def forward(self, x):\n    sub_w = self.sub.w\n    b = self.b\n"

@@ -10,12 +10,8 @@
 
 namespace {
 
-struct StringHash {
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 TEST(FlatMap, KeepsEveryEntryAcrossGrowth) {
-  fx::detail::FlatMap<std::string, int, StringHash> m;
+  fx::detail::FlatMap<std::string, int, fx::detail::StringViewHash> m;
   EXPECT_EQ(m.find(std::string_view("absent")), nullptr);  // empty table
   for (int i = 0; i < 5000; ++i) {
     auto [value, made] = m.try_emplace(std::string("name_") + std::to_string(i));
