@@ -3,8 +3,9 @@
 #include <fx/graph.h>
 
 #include <string>
-#include <unordered_set>
+#include <vector>
 
+#include "index_set.h"
 #include "repr.h"
 #include "visit.h"
 
@@ -30,7 +31,12 @@ bool well_formed_path(std::string_view path) {
 }  // namespace
 
 void Graph::lint() const {
-  std::unordered_set<std::string_view> names;
+  // The names seen, by their node's index in `named`.
+  std::vector<const std::string*> named;
+  named.reserve(size_);
+  detail::IndexSet names;
+  names.reserve(size_);
+  auto name_of = [&](uint32_t i) { return std::string_view(*named[i]); };
   uint64_t seen = next_mark();  // nodes already defined carry this mark
   size_t count = 0;
   const Node* prev = root_;
@@ -40,7 +46,9 @@ void Graph::lint() const {
     if (n->graph_ != this) fail(n, "does not belong to this graph");
     if (n->erased_) fail(n, "is erased but still in the node list");
     if (prev != root_ && !(prev->order_ < n->order_)) fail(n, "order keys are not increasing");
-    if (!names.insert(n->name_).second) fail(n, "its name is used by another node");
+    if (!names.insert(n->name_, static_cast<uint32_t>(named.size()), name_of).second)
+      fail(n, "its name is used by another node");
+    named.push_back(&n->name_);
     if (output_ && n != output_ && output_->order_ < n->order_) fail(n, "comes after the output node");
     if (n->op_ == Op::output && n != output_) fail(n, "is a second output node");
 

@@ -76,10 +76,21 @@ bool Namespace::is_illegal(std::string_view name, const void* obj) const {
   return false;
 }
 
-bool Namespace::claim(const std::string& name) {
-  if (!is_identifier(name) || taken(name, nullptr)) return false;
-  used_.try_emplace(name);
+bool Namespace::take(std::string_view name) {
+  if (pool_.size() + name.size() > UINT32_MAX || entries_.size() >= UINT32_MAX)
+    throw GraphError("a namespace holds at most 4 GiB of names (naming '" + std::string(name.substr(0, 64)) +
+                     "')");
+  // Room first: once its index is in used_, storing the name must not throw.
+  if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 16);
+  if (pool_.size() + name.size() > pool_.capacity()) pool_.reserve(2 * (pool_.size() + name.size()));
+  if (!used_.insert(name, static_cast<uint32_t>(entries_.size()), key_of()).second) return false;
+  entries_.push_back(Entry{static_cast<uint32_t>(pool_.size()), static_cast<uint32_t>(name.size())});
+  pool_ += name;
   return true;
+}
+
+bool Namespace::claim(const std::string& name) {
+  return is_identifier(name) && !is_illegal(name, nullptr) && take(name);
 }
 
 // Claims the first free `base_k` with k > num, searching from a remembered
@@ -96,17 +107,17 @@ std::string Namespace::claim_next_free(const std::string& base, uint64_t num, co
 }
 
 bool Namespace::taken(const std::string& name, const void* obj) const {
-  return used_.find(name) != nullptr || is_illegal(name, obj);
+  return used_.find(name, key_of()).has_value() || is_illegal(name, obj);
 }
 
 // Takes `name` if it is free: one lookup in used_ for the common case.
 bool Namespace::claim_free(const std::string& name, const void* obj) {
-  return !is_illegal(name, obj) && used_.try_emplace(name).second;
+  return !is_illegal(name, obj) && take(name);
 }
 
 std::string Namespace::create_name(std::string_view raw, const void* obj) {
   if (obj != nullptr) {
-    if (const std::string* known = names_of_.find(obj)) return *known;
+    if (auto known = names_of_.find(obj)) return std::string(name_at(*known));
   }
   std::string candidate = sanitize(raw);
   if (candidate.empty())
@@ -152,8 +163,9 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
       }
     }
   }
-  if (!claimed) used_.try_emplace(candidate);
-  if (obj != nullptr) *names_of_.try_emplace(obj).first = candidate;
+  if (!claimed) take(candidate);
+  // Every path above ends by taking `candidate`: it is the last name stored.
+  if (obj != nullptr) names_of_.set(obj, static_cast<uint32_t>(entries_.size() - 1));
   return candidate;
 }
 

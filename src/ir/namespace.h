@@ -10,8 +10,10 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "flat_map.h"
+#include "index_set.h"
 
 namespace fx::detail {
 
@@ -29,6 +31,8 @@ class Namespace {
   void reserve(size_t n) {
     used_.reserve(n);
     names_of_.reserve(n);
+    entries_.reserve(n);
+    pool_.reserve(12 * n);
   }
 
   // Takes `name` exactly; false if it is taken or not a legal name.
@@ -45,10 +49,24 @@ class Namespace {
   std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
 
-  struct Taken {};
-  FlatMap<std::string, Taken, StringViewHash> used_;
+  // Marks `name` taken, stored as the last entry; false if it already was.
+  // Throws when the pool is full.
+  bool take(std::string_view name);
+  std::string_view name_at(uint32_t i) const { return {pool_.data() + entries_[i].offset, entries_[i].size}; }
+  auto key_of() const {
+    return [this](uint32_t i) { return name_at(i); };
+  }
+
+  // Every taken name, back to back in one buffer: no allocation per name,
+  // and the tables below hold 32-bit indices instead of strings.
+  struct Entry {
+    uint32_t offset, size;
+  };
+  std::string pool_;
+  std::vector<Entry> entries_;
+  IndexSet used_;                                               // the taken names
   FlatMap<std::string, uint64_t, StringViewHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
-  FlatMap<const void*, std::string, std::hash<const void*>> names_of_;
+  PointerIndexMap names_of_;                                    // obj -> its name's index
 };
 
 }  // namespace fx::detail

@@ -1,4 +1,4 @@
-// The open-addressing table behind node names and interned targets.
+// The open-addressing table behind interned targets and name suffixes.
 #include <gtest/gtest.h>
 
 #include <functional>
