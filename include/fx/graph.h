@@ -25,6 +25,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -143,9 +144,21 @@ class Graph {
   // that breaks one.
   void lint() const;
   // Where each value dies, for code and executors that free values early:
-  // for the i-th node of `order` (this graph's nodes(), in order), the nodes
-  // it is the last user of, each listed once. O(n), no hashing.
-  std::vector<std::vector<Node*>> last_uses(const std::vector<Node*>& order) const;
+  // last_uses(order)[i] lists the nodes that the i-th node of `order` (this
+  // graph's nodes(), in order) is the last user of, each once. O(n), no
+  // hashing; all the lists share one array.
+  class LastUses {
+   public:
+    std::span<Node* const> operator[](size_t i) const {
+      return {nodes_.data() + end_[i + 1], end_[i] - end_[i + 1]};
+    }
+
+   private:
+    friend class Graph;
+    std::vector<Node*> nodes_;  // the lists, the last node's first
+    std::vector<size_t> end_;   // the i-th list is nodes_[end_[i+1], end_[i])
+  };
+  LastUses last_uses(const std::vector<Node*>& order) const;
 
   OwningModule* owning_module() const { return owning_module_; }
   void set_owning_module(OwningModule* m) { owning_module_ = m; }

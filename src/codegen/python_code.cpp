@@ -3,6 +3,8 @@
 #include <fx/error.h>
 #include <fx/graph.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -154,7 +156,7 @@ PythonCode Graph::python_code(std::string_view root_module) const {
   PythonCode result;
 
   std::vector<Node*> order = nodes().to_vector();
-  const std::vector<std::vector<Node*>> dies_at = last_uses(order);  // freed after the i-th node
+  const LastUses dies_at = last_uses(order);  // freed after the i-th node
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   auto format_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {
@@ -174,9 +176,9 @@ PythonCode Graph::python_code(std::string_view root_module) const {
   std::vector<std::string> wrapped;
   std::string return_annotation;
   std::string body;
-  // Most statements are shorter: growing a large string by doubling copies
-  // it and faults in fresh pages at every step.
-  body.reserve(64 * order.size());
+  // Most statements, indented, are shorter: growing a large string by
+  // doubling copies it and faults in fresh pages at every step.
+  body.reserve(68 * order.size() + 256);
   for (size_t i = 0; i < order.size(); ++i) {
     const Node* n = order[i];
     std::string type = n->type_ ? " : " + names.type_repr(*n->type_) : "";
@@ -278,21 +280,31 @@ PythonCode Graph::python_code(std::string_view root_module) const {
     prologue = "def forward(" + join(free_vars) + ")" + return_annotation + ":";
   }
 
-  // The body, indented: four spaces after every newline.
+  // The source: the header, then the body indented (four spaces after every
+  // newline), made in the body's own buffer from the back: a second copy of
+  // a large body costs fresh pages.
+  std::string header;
+  cat(header, {"\n", wrap_stmts, "\n\n", prologue, "\n", "    "});
   const auto lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
-  std::string& src = result.src;
-  src.reserve(wrap_stmts.size() + prologue.size() + body.size() + 4 * (lines + 1) + 8);
-  cat(src, {"\n", wrap_stmts, "\n\n", prologue, "\n", "    "});
-  for (size_t start = 0; start < body.size();) {
-    size_t end = body.find('\n', start);
-    if (end == std::string::npos) {
-      src.append(body, start, std::string::npos);
-      break;
+  size_t read = body.size();
+  body.resize(header.size() + body.size() + 4 * lines);
+  char* data = body.data();
+  size_t write = body.size();
+  while (read > 0) {
+    const size_t newline = std::string_view(data, read).rfind('\n');
+    const size_t start = newline == std::string_view::npos ? 0 : newline + 1;
+    write -= read - start;
+    std::memmove(data + write, data + start, read - start);
+    read = start;
+    if (newline != std::string_view::npos) {
+      write -= 4;
+      std::memcpy(data + write, "    ", 4);
+      data[--write] = '\n';
+      read = newline;
     }
-    src.append(body, start, end + 1 - start);
-    src += "    ";
-    start = end + 1;
   }
+  std::memcpy(data, header.data(), header.size());
+  result.src = std::move(body);
   result.globals = names.take_globals();
   return result;
 }

@@ -347,19 +347,22 @@ std::ostream& operator<<(std::ostream& os, const Graph& g) { return os << g.to_s
 std::ostream& operator<<(std::ostream& os, const Node& n) { return os << n.format_node(); }
 
 // Walking backwards, the first use of a value seen is its last.
-std::vector<std::vector<Node*>> Graph::last_uses(const std::vector<Node*>& order) const {
-  std::vector<std::vector<Node*>> dies_at(order.size());
+Graph::LastUses Graph::last_uses(const std::vector<Node*>& order) const {
+  LastUses uses;
+  uses.nodes_.reserve(order.size());
+  uses.end_.resize(order.size() + 1);
   const uint64_t seen = next_mark();
   for (size_t i = order.size(); i-- > 0;) {
-    auto note = [&](Node* in) {
+    uses.end_[i + 1] = uses.nodes_.size();
+    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, [&](Node* in) {
       if (in->mark_ != seen) {
         in->mark_ = seen;
-        dies_at[i].push_back(in);
+        uses.nodes_.push_back(in);
       }
-    };
-    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, note);
+    });
   }
-  return dies_at;
+  uses.end_[0] = uses.nodes_.size();
+  return uses;
 }
 
 }  // namespace fx

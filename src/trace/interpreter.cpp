@@ -60,7 +60,7 @@ Value Interpreter::run(std::vector<Value> args) {
   next_arg_ = 0;
   const Graph& g = module_.graph();
   const std::vector<Node*> order = g.nodes().to_vector();
-  std::vector<std::vector<Node*>> dies_at;
+  Graph::LastUses dies_at;
   if (garbage_collect_) dies_at = g.last_uses(order);
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
