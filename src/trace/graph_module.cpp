@@ -4,9 +4,12 @@
 #include <fx/pytree.h>
 #include <fx/tracer.h>
 
+#include "../ir/index_set.h"
+#include "../ir/repr.h"
 #include "module_dicts.h"
 
 #include <algorithm>
+#include <span>
 #include <sstream>
 #include <unordered_set>
 
@@ -65,31 +68,51 @@ std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::strin
 // holding slots (built at run time).
 struct ArgSource {
   int slot = -1;
+  // >= 0: a container holding nodes, the plan's nested[i] (a copy: the plan
+  // must not depend on later graph edits).
+  int nested = -1;
   c10::IValue constant;
-  std::optional<Argument> nested;  // a copy: the plan must not depend on later graph edits
 };
 
+// A range of one of the plan's flat arrays.
+struct Span {
+  uint32_t begin = 0, end = 0;
+  template <class T>
+  std::span<const T> of(const std::vector<T>& all) const {
+    return std::span<const T>(all.data() + begin, end - begin);
+  }
+};
+
+// The plan keeps every step's arguments, slots and dead values in a few flat
+// arrays: a graph of 100k nodes compiles without 100k small allocations each.
 struct GraphModule::Plan {
   struct Step {
     const Node* node = nullptr;
     std::shared_ptr<const Callable> fn;  // call_function / call_method
     std::shared_ptr<Module> module;      // call_module (kept alive: delete_submodule)
-    std::vector<ArgSource> args;
-    std::vector<std::pair<std::string, ArgSource>> kwargs;
     // fn's call specialized to this step's arguments (tried first; nullptr:
-    // none, see Callable::specialize), and the slots of those arguments.
+    // none, see Callable::specialize); site_slots holds those arguments' slots.
     std::shared_ptr<const SpecializedCall> fast;
-    std::vector<int> site_slots;
+    Span args, kwargs, site_slots, dead;  // dead: the slots to free after this step
     int out = -1;
-    std::vector<int> dead;  // slots to free after this step
   };
   std::vector<int> inputs;  // slots of the placeholders
   std::vector<std::optional<c10::IValue>> defaults;
   std::vector<std::string> input_names;
   std::vector<Step> steps;
+  std::vector<ArgSource> args;
+  std::vector<std::pair<std::string, ArgSource>> kwargs;
+  std::vector<int> site_slots, dead;
+  std::vector<Argument> nested;
   ArgSource output;
   size_t num_slots = 0;
-  std::unordered_map<const Node*, int> slot_of;
+  detail::PointerIndexMap slot_of;
+
+  int slot(const Node* n) const {
+    const auto s = slot_of.find(n);
+    if (!s) throw Error("GraphModule: node " + detail::quoted(n) + " is not in the compiled graph");
+    return static_cast<int>(*s);
+  }
 };
 
 // What copying a root's attributes looks up. The root's modules and tensors
@@ -482,23 +505,32 @@ void GraphModule::recompile() {
   std::vector<Node*> order = graph_->nodes().to_vector();
   plan->num_slots = order.size();
   plan->slot_of.reserve(order.size());
-  for (size_t i = 0; i < order.size(); ++i) plan->slot_of.emplace(order[i], static_cast<int>(i));
+  for (size_t i = 0; i < order.size(); ++i) plan->slot_of.set(order[i], static_cast<uint32_t>(i));
+  // Room for the usual graph (mostly binary ops) without growing: growth
+  // copies, and in this VM every fresh page costs ~12 us.
   plan->steps.reserve(order.size());
+  plan->args.reserve(2 * order.size());
+  plan->site_slots.reserve(2 * order.size());
+  plan->dead.reserve(order.size());               // a value dies once
   const auto dies_at = graph_->last_uses(order);  // to free values early
   auto source = [&](const Argument& a) {
     ArgSource s;
     if (Node* n = a.node()) {
-      s.slot = plan->slot_of.at(n);
+      s.slot = plan->slot(n);
     } else {
       bool has_node = false;
       for_each_node(a, [&](Node*) { has_node = true; });
-      if (has_node)
-        s.nested = a;
-      else
+      if (has_node) {
+        s.nested = static_cast<int>(plan->nested.size());
+        plan->nested.push_back(a);
+      } else {
         s.constant = to_ivalue(a);
+      }
     }
     return s;
   };
+  auto end_of = [](const auto& all) { return static_cast<uint32_t>(all.size()); };
+  std::vector<SiteArg> site;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
     try {
@@ -517,29 +549,37 @@ void GraphModule::recompile() {
       Plan::Step step;
       step.node = n;
       step.out = static_cast<int>(i);
+      step.args.begin = end_of(plan->args);
       if (n->op() == Op::get_attr) {
-        step.args.push_back(ArgSource{-1, get_tensor(n->target().str()), std::nullopt});
+        plan->args.push_back(ArgSource{-1, -1, get_tensor(n->target().str())});
       } else {
-        for (const auto& a : n->args()) step.args.push_back(source(a));
-        for (const auto& [k, v] : n->kwargs()) step.kwargs.emplace_back(k, source(v));
-        if (n->op() == Op::call_function) step.fn = resolve_function(n->target());
-        if (n->op() == Op::call_method) step.fn = resolve_method(n->target().str());
-        if (step.fn && step.kwargs.empty()) {
-          std::vector<SiteArg> site;
-          for (const auto& a : step.args)
-            if (!a.nested) site.push_back(SiteArg{a.slot, a.constant});
-          if (site.size() == step.args.size()) step.fast = step.fn->specialized(site);
-          if (step.fast)
-            for (const auto& a : step.args) step.site_slots.push_back(a.slot);
-        }
-        if (n->op() == Op::call_module) {
-          const auto* found = detail::find_submodule(*this, n->target().str());
-          step.module = found ? std::dynamic_pointer_cast<Module>(*found) : nullptr;
-          if (!step.module)
-            throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
+        for (const auto& a : n->args()) plan->args.push_back(source(a));
+      }
+      step.args.end = end_of(plan->args);
+      step.kwargs.begin = end_of(plan->kwargs);
+      for (const auto& [k, v] : n->kwargs()) plan->kwargs.emplace_back(k, source(v));
+      step.kwargs.end = end_of(plan->kwargs);
+      if (n->op() == Op::call_function) step.fn = resolve_function(n->target());
+      if (n->op() == Op::call_method) step.fn = resolve_method(n->target().str());
+      if (step.fn && n->kwargs().empty()) {
+        site.clear();
+        for (const auto& a : step.args.of(plan->args))
+          if (a.nested < 0) site.push_back(SiteArg{a.slot, a.constant});
+        if (site.size() == step.args.end - step.args.begin) step.fast = step.fn->specialized(site);
+        if (step.fast) {
+          step.site_slots.begin = end_of(plan->site_slots);
+          for (const auto& a : site) plan->site_slots.push_back(a.slot);
+          step.site_slots.end = end_of(plan->site_slots);
         }
       }
-      for (const Node* dead : dies_at[i]) step.dead.push_back(plan->slot_of.at(dead));
+      if (n->op() == Op::call_module) {
+        const auto* found = detail::find_submodule(*this, n->target().str());
+        step.module = found ? std::dynamic_pointer_cast<Module>(*found) : nullptr;
+        if (!step.module) throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
+      }
+      step.dead.begin = end_of(plan->dead);
+      for (const Node* dead : dies_at[i]) plan->dead.push_back(plan->slot(dead));
+      step.dead.end = end_of(plan->dead);
       plan->steps.push_back(std::move(step));
     } catch (const Error& e) {
       throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +
@@ -565,33 +605,40 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
   }
   auto value_of = [&](const ArgSource& s) -> c10::IValue {
     if (s.slot >= 0) return slots[s.slot];
-    if (s.nested) return to_ivalue(*s.nested, [&](const Node* n) { return slots[plan.slot_of.at(n)]; });
+    if (s.nested >= 0)
+      return to_ivalue(plan.nested[s.nested], [&](const Node* n) { return slots[plan.slot(n)]; });
     return s.constant;
   };
+  auto free_dead = [&](const Plan::Step& step) {
+    for (int d : step.dead.of(plan.dead)) slots[d] = c10::IValue();
+  };
   for (const auto& step : plan.steps) {
+    const auto args_of_step = step.args.of(plan.args);
     if (!step.fn && !step.module) {  // get_attr
-      slots[step.out] = step.args[0].constant;
+      slots[step.out] = args_of_step[0].constant;
       continue;
     }
     if (step.fast) {
       bool done = false;
       try {
-        done = step.fast->try_call(slots.data(), step.site_slots.data(), slots[step.out]);
+        done = step.fast->try_call(slots.data(), plan.site_slots.data() + step.site_slots.begin,
+                                   slots[step.out]);
       } catch (const std::exception& e) {
         throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
                     "): " + e.what());
       }
       if (done) {
-        for (int d : step.dead) slots[d] = c10::IValue();
+        free_dead(step);
         continue;
       }
     }
     std::vector<c10::IValue> args;
-    args.reserve(step.args.size());
-    for (const auto& a : step.args) args.push_back(value_of(a));
+    args.reserve(args_of_step.size());
+    for (const auto& a : args_of_step) args.push_back(value_of(a));
     IValueKwargs kwargs;
-    kwargs.reserve(step.kwargs.size());
-    for (const auto& [k, v] : step.kwargs) kwargs.emplace_back(k, value_of(v));
+    const auto kwargs_of_step = step.kwargs.of(plan.kwargs);
+    kwargs.reserve(kwargs_of_step.size());
+    for (const auto& [k, v] : kwargs_of_step) kwargs.emplace_back(k, value_of(v));
     try {
       if (step.fn) {
         slots[step.out] = step.fn->call(std::move(args), std::move(kwargs));
@@ -605,7 +652,7 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
       throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
                   "): " + e.what());
     }
-    for (int d : step.dead) slots[d] = c10::IValue();
+    free_dead(step);
   }
   return value_of(plan.output);
 }
