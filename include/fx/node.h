@@ -133,6 +133,42 @@ class Node {
     Use* prev;   // neighbours in def's user list
     Use* next;
   };
+  // A node's input Uses: up to two inline (most nodes have one or two
+  // inputs, and a heap block per node was a tenth of tracing), more on the
+  // heap. Always contiguous, so that lint can tell a Use is in it.
+  class InputUses {
+   public:
+    InputUses() = default;
+    InputUses(const InputUses&) = delete;
+    InputUses& operator=(const InputUses&) = delete;
+    Use* data() { return size_ <= kInline ? inline_ : heap_.data(); }
+    const Use* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
+    Use* begin() { return data(); }
+    Use* end() { return data() + size_; }
+    const Use* begin() const { return data(); }
+    const Use* end() const { return data() + size_; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    void push_back(const Use& u) {
+      if (size_ < kInline) {
+        inline_[size_++] = u;
+        return;
+      }
+      if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
+      heap_.push_back(u);
+      ++size_;
+    }
+    void clear() {
+      heap_.clear();
+      size_ = 0;
+    }
+
+   private:
+    static constexpr size_t kInline = 2;
+    Use inline_[kInline];
+    std::vector<Use> heap_;
+    size_t size_ = 0;
+  };
 
   void set_inputs(Args args, Kwargs kwargs);
   void unlink_uses();
@@ -153,7 +189,7 @@ class Node {
   Args args_;
   Kwargs kwargs_;
   std::optional<std::string> type_;
-  std::vector<Use> inputs_;  // one Use per distinct input node
+  InputUses inputs_;  // one Use per distinct input node
   Use* users_head_ = nullptr;
   Use* users_tail_ = nullptr;
   size_t num_users_ = 0;
