@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -87,7 +88,14 @@ class Module : public torch::nn::Module {
   // name to the tracer (a get_attr node) and to GraphModule. Re-registering a
   // name replaces the tensor.
   at::Tensor register_attribute(const std::string& name, at::Tensor value);
+  // In the order registered.
   const std::vector<std::pair<std::string, at::Tensor>>& attributes() const { return attributes_; }
+  // The attribute `name`, or nullptr. O(1): a traced model can hold
+  // thousands of `_tensor_constantN`.
+  const at::Tensor* attribute(const std::string& name) const {
+    auto it = attribute_index_.find(name);
+    return it == attribute_index_.end() ? nullptr : &attributes_[it->second].second;
+  }
 
   // What Python's repr(module) shows inside the parentheses
   // (`in_features=4, out_features=5, bias=True` for Linear).
@@ -130,6 +138,7 @@ class Module : public torch::nn::Module {
   std::string type_name_;
   std::vector<Param> params_;
   std::vector<std::pair<std::string, at::Tensor>> attributes_;
+  std::unordered_map<std::string, size_t> attribute_index_;  // name -> its index in attributes_
   std::vector<std::pair<std::string, std::string>> annotations_;
 };
 

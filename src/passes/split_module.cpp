@@ -72,8 +72,7 @@ std::optional<GraphModule::Attr> lookup(const GraphModule& m, const std::string&
     if (const auto* b = fx::detail::buffers_of(*cur).find(atom); b && b->defined())
       return GraphModule::Attr(*b);
     if (const auto* fm = dynamic_cast<const Module*>(cur))
-      for (const auto& [name, t] : fm->attributes())
-        if (name == atom) return GraphModule::Attr(t);
+      if (const at::Tensor* t = fm->attribute(atom)) return GraphModule::Attr(*t);
     return std::nullopt;
   }
   return GraphModule::Attr(found);

@@ -50,14 +50,24 @@ torch::nn::Module* child_of(torch::nn::Module* m, const std::string& name) {
   return found ? found->get() : nullptr;
 }
 
-std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
+enum class TensorKind { parameter, buffer, attribute };
+
+// m's own parameter, buffer or tensor attribute `name`, and which it is.
+std::optional<std::pair<at::Tensor, TensorKind>> tensor_entry(const torch::nn::Module& m,
+                                                              const std::string& name) {
   // Undefined entries (an optional bias) count as absent, as named_parameters() has them.
-  if (const auto* p = detail::parameters_of(m).find(name); p && p->defined()) return *p;
-  if (const auto* b = detail::buffers_of(m).find(name); b && b->defined()) return *b;
+  if (const auto* p = detail::parameters_of(m).find(name); p && p->defined())
+    return std::pair(*p, TensorKind::parameter);
+  if (const auto* b = detail::buffers_of(m).find(name); b && b->defined())
+    return std::pair(*b, TensorKind::buffer);
   if (const auto* fm = dynamic_cast<const Module*>(&m))
-    for (const auto& [k, v] : fm->attributes())
-      if (k == name) return v;
+    if (const at::Tensor* a = fm->attribute(name)) return std::pair(*a, TensorKind::attribute);
   return std::nullopt;
+}
+
+std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
+  auto entry = tensor_entry(m, name);
+  return entry ? std::optional(entry->first) : std::nullopt;
 }
 
 }  // namespace
@@ -119,7 +129,6 @@ struct GraphModule::Plan {
 // are found by walking the path, as FX's _copy_attr does with getattr, so
 // nothing is indexed that the graph does not name.
 struct GraphModule::RootIndex {
-  enum class Kind { parameter, buffer, attribute };
   RootIndex(Module& r, GraphModule& self) : root(r) {
     here.emplace("", &self);
     owned.insert(&self);
@@ -129,7 +138,7 @@ struct GraphModule::RootIndex {
     return found ? *found : nullptr;
   }
   // The root's parameter, buffer or tensor attribute at `path`, or nullopt.
-  std::optional<std::pair<at::Tensor, Kind>> root_tensor(const std::string& path) {
+  std::optional<std::pair<at::Tensor, TensorKind>> root_tensor(const std::string& path) const {
     auto [parent_path, name] = detail::split_path(path);
     const torch::nn::Module* parent = &root;
     if (!parent_path.empty()) {
@@ -137,18 +146,7 @@ struct GraphModule::RootIndex {
       if (!found) return std::nullopt;
       parent = found->get();
     }
-    if (const auto* p = detail::parameters_of(*parent).find(name); p && p->defined())
-      return std::pair(*p, Kind::parameter);
-    if (const auto* b = detail::buffers_of(*parent).find(name); b && b->defined())
-      return std::pair(*b, Kind::buffer);
-    const auto* fm = dynamic_cast<const Module*>(parent);
-    if (!fm) return std::nullopt;
-    auto [attrs, fresh] = attributes.try_emplace(fm);
-    if (fresh)  // once per module: many `_tensor_constantN` stay linear
-      for (const auto& [k, v] : fm->attributes()) attrs->second.emplace(k, &v);
-    auto it = attrs->second.find(name);
-    if (it == attrs->second.end()) return std::nullopt;
-    return std::pair(*it->second, Kind::attribute);
+    return tensor_entry(*parent, name);
   }
   // This GraphModule's module at `path`, or nullptr.
   torch::nn::Module* find(const std::string& path) {
@@ -163,7 +161,6 @@ struct GraphModule::RootIndex {
   }
 
   Module& root;
-  std::unordered_map<const Module*, std::unordered_map<std::string_view, const at::Tensor*>> attributes;
   std::unordered_map<std::string, torch::nn::Module*> here;              // this module's tree, by path
   std::unordered_set<std::string> expanded;                              // paths whose children are in `here`
   std::unordered_set<const torch::nn::Module*> owned;                    // this and the containers made here
@@ -481,13 +478,13 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
   if (!index.owned.count(parent) || !index.copied.insert(path).second) return;
   const auto& [tensor, kind] = *t;
   switch (kind) {
-    case RootIndex::Kind::parameter:
+    case TensorKind::parameter:
       parent->register_parameter(name, tensor, tensor.requires_grad());
       break;
-    case RootIndex::Kind::buffer:
+    case TensorKind::buffer:
       parent->register_buffer(name, tensor);
       break;
-    case RootIndex::Kind::attribute:
+    case TensorKind::attribute:
       if (auto* fm = dynamic_cast<Module*>(parent))
         fm->register_attribute(name, tensor);
       else

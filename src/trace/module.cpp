@@ -39,12 +39,12 @@ std::string Module::repr() const {
 at::Tensor Module::register_attribute(const std::string& name, at::Tensor value) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw Error(type_name_ + ".register_attribute: '" + name + "' is not a valid attribute name");
-  if (named_parameters(false).contains(name) || named_buffers(false).contains(name) ||
-      named_children().contains(name))
+  if (detail::parameters_of(*this).contains(name) || detail::buffers_of(*this).contains(name) ||
+      detail::children_of(*this).contains(name))
     throw Error(type_name_ + ".register_attribute: '" + name +
                 "' is already a parameter, buffer or submodule");
-  for (auto& [k, v] : attributes_)
-    if (k == name) return v = std::move(value);
+  auto [it, fresh] = attribute_index_.try_emplace(name, attributes_.size());
+  if (!fresh) return attributes_[it->second].second = std::move(value);
   attributes_.emplace_back(name, std::move(value));
   return attributes_.back().second;
 }
