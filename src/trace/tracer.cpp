@@ -41,6 +41,7 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
   buffer_names_.clear();
   param_proxies_.clear();
   constant_names_.clear();
+  next_constant_ = 0;
   module_paths_.clear();
   // FX's submodule_paths: {mod: name for name, mod in root.named_modules()},
   // the first path of a module reached twice.
@@ -233,13 +234,15 @@ Argument Tracer::create_arg(const Value& v) {
     // tensor, a get_attr node per use), as torch.fx does.
     auto c = constant_names_.find(identity(t));
     if (c == constant_names_.end()) {
+      // The first free `_tensor_constantN`, as torch.fx's hasattr loop finds
+      // it. The root only gains names while tracing, so the search goes on
+      // from the last name taken: linear in the number of constants.
       std::string name;
-      for (size_t i = 0;; ++i) {
-        name = "_tensor_constant" + std::to_string(i);
-        bool taken = detail::parameters_of(*root_).contains(name) ||
-                     detail::buffers_of(*root_).contains(name) || detail::children_of(*root_).contains(name);
-        for (const auto& a : root_->attributes()) taken = taken || a.first == name;
-        if (!taken) break;
+      for (;; ++next_constant_) {
+        name = "_tensor_constant" + std::to_string(next_constant_);
+        if (!detail::parameters_of(*root_).contains(name) && !detail::buffers_of(*root_).contains(name) &&
+            !detail::children_of(*root_).contains(name) && !root_->attribute(name))
+          break;
       }
       // Stored on the root, as torch.fx does, so a GraphModule finds it there.
       root_->register_attribute(name, t);

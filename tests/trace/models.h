@@ -82,6 +82,23 @@ struct Attributes : fx::Module {
   }
 };
 
+// Tensor constants named around the names already taken.
+struct Constants : fx::Module {
+  std::vector<at::Tensor> c;  // not attributes: each is a `_tensor_constantN`
+  at::Tensor buffer, attribute;
+  Constants() : fx::Module("Constants") {
+    buffer = register_buffer("_tensor_constant1", torch::ones({2}));
+    attribute = register_attribute("_tensor_constant3", torch::full({2}, 3.0));
+    for (int i = 0; i < 4; ++i) c.push_back(torch::full({2}, static_cast<double>(i)));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value x = in[0];
+    for (const auto& t : c) x = x + t;
+    x = x * c[0];  // the same tensor again: the same name
+    return x + buffer + attribute;
+  }
+};
+
 // A custom leaf policy: trace into Linear, the default policy otherwise.
 struct LinearNotLeaf : fx::Tracer {
   bool is_leaf_module(const fx::Module& m, std::string_view name) const override {

@@ -66,6 +66,20 @@ class Attributes(nn.Module):  # parameters once, buffers per use, tensor constan
         return y + self.offset
 
 
+class Constants(nn.Module):  # tensor constants named around the names already taken
+    def __init__(self):
+        super().__init__()
+        self.register_buffer('_tensor_constant1', torch.ones(2))
+        self._tensor_constant3 = torch.full((2,), 3.0)  # a plain tensor attribute
+        self.c = [torch.full((2,), float(i)) for i in range(4)]  # a list: not attributes, so constants
+
+    def forward(self, x):
+        for t in self.c:
+            x = x + t
+        x = x * self.c[0]  # the same tensor again: the same name
+        return x + self._tensor_constant1 + self._tensor_constant3
+
+
 class Operations(nn.Module):  # operators, methods, kwargs, indexing, reflection
     def forward(self, x, y, scale=2.0):
         b = x.size(0)
@@ -165,6 +179,7 @@ MODELS = {
     'simple_net': (SimpleNet, None),
     'basic_block': (BasicBlock, None),
     'attributes': (Attributes, None),
+    'constants': (Constants, None),
     'operations': (Operations, None),
     'sequence': (Sequence, None),
     'shared': (Shared, None),

@@ -106,6 +106,7 @@ TEST(Trace, SeedTutorialMyModel) { expect_same_trace<MyModel>("my_model"); }
 TEST(Trace, SimpleNet) { expect_same_trace<SimpleNet>("simple_net"); }
 TEST(Trace, ResNetBasicBlock) { expect_same_trace<BasicBlock>("basic_block"); }
 TEST(Trace, ParametersBuffersAndTensorAttributes) { expect_same_trace<Attributes>("attributes"); }
+TEST(Trace, TensorConstantsTakeTheFirstFreeNames) { expect_same_trace<Constants>("constants"); }
 TEST(Trace, OperatorsMethodsKwargsIndexing) { expect_same_trace<Operations>("operations"); }
 TEST(Trace, ContainersAreTracedThrough) { expect_same_trace<Sequence>("sequence"); }
 TEST(Trace, SharedModulesAndParametersTakeTheirFirstPath) { expect_same_trace<Shared>("shared"); }
@@ -186,6 +187,33 @@ TEST(Trace, ModulesOutsideTheRootAreRejected) {
   } catch (const fx::TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("register_module"), std::string::npos) << e.what();
   }
+}
+
+TEST(Trace, ASecondTraceReusesTheConstantsNames) {
+  Constants m;
+  const std::string first = fx::symbolic_trace_graph(m)->to_string();
+  EXPECT_EQ(m.attributes().size(), 5u);  // _tensor_constant3, then 0, 2, 4, 5
+  EXPECT_EQ(fx::symbolic_trace_graph(m)->to_string(), first);
+  EXPECT_EQ(m.attributes().size(), 5u);
+}
+
+TEST(Module, TensorAttributesByName) {
+  Linear m(2, 2, /*bias=*/false);
+  m.register_parameter("bias", at::Tensor(), /*requires_grad=*/false);  // torch.nn's bias = None
+  const at::Tensor a = torch::ones({2}), b = torch::zeros({2});
+  m.register_attribute("k", a);
+  m.register_attribute("j", a);
+  ASSERT_NE(m.attribute("k"), nullptr);
+  EXPECT_TRUE(m.attribute("k")->is_same(a));
+  EXPECT_EQ(m.attribute("nope"), nullptr);
+  m.register_attribute("k", b);  // replaces, keeps its place
+  EXPECT_TRUE(m.attribute("k")->is_same(b));
+  ASSERT_EQ(m.attributes().size(), 2u);
+  EXPECT_EQ(m.attributes()[0].first, "k");
+  // As torch.nn refuses `self.weight = tensor` for a parameter (None included).
+  EXPECT_THROW(m.register_attribute("weight", a), fx::Error);
+  EXPECT_THROW(m.register_attribute("bias", a), fx::Error);
+  EXPECT_THROW(m.register_attribute("a.b", a), fx::Error);
 }
 
 TEST(Trace, ForwardArgumentsAreChecked) {
