@@ -112,14 +112,16 @@ def main():
             if p:
                 print(f"{label} / fxcpp GraphModule: {fmt_ratio(p[1] / gm[1])} CPU, {fmt_ratio(p[0] / gm[0])} wall.")
     print()
-    print("Tracing: an MLP of N layers (Linear(8, 8) + ReLU), torchvision's resnet50 (N = 1); CPU (wall)")
+    print("Tracing: an MLP of N layers (Linear(8, 8) + ReLU), torchvision's resnet50 (N = 1), a chain over N tensor "
+          "constants; CPU (wall)")
     print()
     print("| workload | N | fxcpp | torch.fx 1.13 | torch.fx / fxcpp: CPU (wall) | rounds |")
     print("|---|---:|---:|---:|---:|---:|")
     headline = None
     for w, label in [("trace_mlp", "MLP: Tracer().trace"), ("symbolic_trace_mlp", "MLP: symbolic_trace"),
                      ("trace_resnet50", "resnet50: Tracer().trace"),
-                     ("symbolic_trace_resnet50", "resnet50: symbolic_trace")]:
+                     ("symbolic_trace_resnet50", "resnet50: symbolic_trace"),
+                     ("symbolic_trace_constants", "tensor constants: symbolic_trace")]:
         for layers in sorted({k[1] for k in cpp if k[0] == w} | {k[1] for k in py if k[0] == w}):
             c, p = med(cpp.get((w, layers))), med(py.get((w, layers)))
             ct = f"{fmt_time(c[1])} ({fmt_time(c[0])})" if c else "—"

@@ -23,6 +23,9 @@
 //                       (attributes, code, compiled plan)
 // and torchvision's resnet50 (fx::models::resnet50, the port in models/):
 //   trace_resnet50, symbolic_trace_resnet50 (N = 1: one model)
+// and a chain x + c_i over N tensors that are not attributes of the model,
+// which tracing names `_tensor_constant0` ... on a fresh model each time:
+//   symbolic_trace_constants
 // Building the models is outside the timed region.
 
 #include <benchmark/benchmark.h>
@@ -247,6 +250,35 @@ void BM_symbolic_trace_resnet50(benchmark::State& state) {
   }
 }
 
+// forward adds N tensors that are no attributes: each becomes a
+// `_tensor_constantN` of the root.
+struct Constants : fx::Module {
+  std::vector<at::Tensor> c;
+  explicit Constants(int64_t n) : fx::Module("Constants", {"x"}) {
+    for (int64_t i = 0; i < n; ++i) c.push_back(torch::full({2}, static_cast<double>(i)));
+  }
+  fx::Value forward(const std::vector<fx::Value>& in) override {
+    fx::Value x = in[0];
+    for (const auto& t : c) x = x + t;
+    return x;
+  }
+};
+
+void BM_symbolic_trace_constants(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) {
+    state.PauseTiming();  // a fresh model: tracing stores the names on it
+    auto model = std::make_unique<Constants>(n);
+    state.ResumeTiming();
+    auto gm = fx::symbolic_trace(*model);
+    if (gm->graph().size() != static_cast<size_t>(2 * n + 2)) state.SkipWithError("wrong node count");
+    state.PauseTiming();
+    gm.reset();
+    model.reset();
+    state.ResumeTiming();
+  }
+}
+
 BENCHMARK(BM_exec_handwritten)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_exec_graph_module)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_exec_interpreter)->Arg(1000)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
@@ -254,6 +286,7 @@ BENCHMARK(BM_trace_mlp)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->M
 BENCHMARK(BM_symbolic_trace_mlp)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_symbolic_trace_resnet50)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_symbolic_trace_constants)->Arg(1000)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace
 

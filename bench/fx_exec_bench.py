@@ -16,6 +16,9 @@ Tracing (N = 1000 and 10000 layers of Linear(8, 8) + ReLU in an nn.Sequential):
   symbolic_trace_mlp torch.fx.symbolic_trace(model): graph + GraphModule
 and torchvision 0.14's resnet50 (N = 1):
   trace_resnet50, symbolic_trace_resnet50
+and a chain x + c_i over N = 1000 tensors that are not attributes of the
+model, which tracing names `_tensor_constant0` ... on a fresh model each run:
+  symbolic_trace_constants
 
 Timing: time.perf_counter (wall) and time.thread_time (CPU), garbage collector disabled while timing (as
 timeit does). An execution run times a loop of calls lasting about 0.1 s
@@ -38,6 +41,7 @@ import torch.fx
 
 EXEC_N = 1000
 MLP_LAYERS = 10000
+CONSTANTS = 1000
 
 
 def log(*a):
@@ -107,6 +111,19 @@ def mlp(layers):
     return torch.nn.Sequential(*mods)
 
 
+class Constants(torch.nn.Module):
+    """forward adds n tensors that are no attributes: each becomes a `_tensor_constantN` of the root."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.c = [torch.full((2,), float(i)) for i in range(n)]
+
+    def forward(self, x):
+        for t in self.c:
+            x = x + t
+        return x
+
+
 # ---- timing ----------------------------------------------------------------------
 
 def time_runs(fn, repeats, loop_seconds):
@@ -138,7 +155,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=0, help="runs per workload (default 15 exec, 5 trace)")
     p.add_argument("--workloads", default="exec_torchfx,exec_torchscript,exec_python,trace_mlp,symbolic_trace_mlp,"
-                                          "trace_resnet50,symbolic_trace_resnet50")
+                                          "trace_resnet50,symbolic_trace_resnet50,symbolic_trace_constants")
     args = p.parse_args()
     wanted = args.workloads.split(",")
 
@@ -179,6 +196,9 @@ def main():
         resnet = torchvision.models.resnet50()
         record("trace_resnet50", 1, lambda: torch.fx.Tracer().trace(resnet), 0, 9)
         record("symbolic_trace_resnet50", 1, lambda: torch.fx.symbolic_trace(resnet), 0, 9)
+    if "symbolic_trace_constants" in wanted:
+        fresh = iter([Constants(CONSTANTS) for _ in range((args.repeats or 5) + 1)])  # warm-up + runs
+        record("symbolic_trace_constants", CONSTANTS, lambda: torch.fx.symbolic_trace(next(fresh)), 0, 5)
 
     print(json.dumps({
         "torch_version": torch.__version__,
