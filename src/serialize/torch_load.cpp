@@ -42,6 +42,7 @@ struct Obj {
   std::string s;                                   // str, bytes, global "module.name"
   std::vector<ObjPtr> items;                       // tuple, list
   std::vector<std::pair<ObjPtr, ObjPtr>> entries;  // dict, insertion order
+  std::unordered_map<std::string, size_t> str_keys;  // dict: a str key's index in entries
   at::Tensor tensor;                               // storage (1-D, whole record), tensor
 };
 
@@ -367,13 +368,14 @@ class Unpickler {
   void set_items(const ObjPtr& dict, const std::vector<ObjPtr>& kvs) {
     if (kvs.size() % 2) fail("odd number of items for a dict");
     for (size_t k = 0; k < kvs.size(); k += 2) {
-      auto it = std::find_if(dict->entries.begin(), dict->entries.end(), [&](const auto& e) {
-        return e.first->kind == Obj::kStr && kvs[k]->kind == Obj::kStr && e.first->s == kvs[k]->s;
-      });
-      if (it != dict->entries.end())
-        it->second = kvs[k + 1];
-      else
-        dict->entries.emplace_back(kvs[k], kvs[k + 1]);
+      if (kvs[k]->kind == Obj::kStr) {  // a key seen before keeps its place (a state dict has thousands)
+        auto [at, fresh] = dict->str_keys.try_emplace(kvs[k]->s, dict->entries.size());
+        if (!fresh) {
+          dict->entries[at->second].second = kvs[k + 1];
+          continue;
+        }
+      }
+      dict->entries.emplace_back(kvs[k], kvs[k + 1]);
     }
   }
 
