@@ -67,13 +67,10 @@ std::optional<GraphModule::Attr> lookup(const GraphModule& m, const std::string&
       continue;
     }
     if (i + 1 != atoms.size()) return std::nullopt;
-    if (const auto* p = fx::detail::parameters_of(*cur).find(atom); p && p->defined())
-      return GraphModule::Attr::parameter(*p);
-    if (const auto* b = fx::detail::buffers_of(*cur).find(atom); b && b->defined())
-      return GraphModule::Attr(*b);
-    if (const auto* fm = dynamic_cast<const Module*>(cur))
-      if (const at::Tensor* t = fm->attribute(atom)) return GraphModule::Attr(*t);
-    return std::nullopt;
+    auto t = fx::detail::tensor_entry(*cur, atom);
+    if (!t) return std::nullopt;
+    return t->second == fx::detail::TensorKind::parameter ? GraphModule::Attr::parameter(t->first)
+                                                          : GraphModule::Attr(t->first);
   }
   return GraphModule::Attr(found);
 }

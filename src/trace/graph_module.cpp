@@ -50,23 +50,8 @@ torch::nn::Module* child_of(torch::nn::Module* m, const std::string& name) {
   return found ? found->get() : nullptr;
 }
 
-enum class TensorKind { parameter, buffer, attribute };
-
-// m's own parameter, buffer or tensor attribute `name`, and which it is.
-std::optional<std::pair<at::Tensor, TensorKind>> tensor_entry(const torch::nn::Module& m,
-                                                              const std::string& name) {
-  // Undefined entries (an optional bias) count as absent, as named_parameters() has them.
-  if (const auto* p = detail::parameters_of(m).find(name); p && p->defined())
-    return std::pair(*p, TensorKind::parameter);
-  if (const auto* b = detail::buffers_of(m).find(name); b && b->defined())
-    return std::pair(*b, TensorKind::buffer);
-  if (const auto* fm = dynamic_cast<const Module*>(&m))
-    if (const at::Tensor* a = fm->attribute(name)) return std::pair(*a, TensorKind::attribute);
-  return std::nullopt;
-}
-
 std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::string& name) {
-  auto entry = tensor_entry(m, name);
+  auto entry = detail::tensor_entry(m, name);
   return entry ? std::optional(entry->first) : std::nullopt;
 }
 
@@ -138,7 +123,7 @@ struct GraphModule::RootIndex {
     return found ? *found : nullptr;
   }
   // The root's parameter, buffer or tensor attribute at `path`, or nullopt.
-  std::optional<std::pair<at::Tensor, TensorKind>> root_tensor(const std::string& path) const {
+  std::optional<std::pair<at::Tensor, detail::TensorKind>> root_tensor(const std::string& path) const {
     auto [parent_path, name] = detail::split_path(path);
     const torch::nn::Module* parent = &root;
     if (!parent_path.empty()) {
@@ -146,7 +131,7 @@ struct GraphModule::RootIndex {
       if (!found) return std::nullopt;
       parent = found->get();
     }
-    return tensor_entry(*parent, name);
+    return detail::tensor_entry(*parent, name);
   }
   // This GraphModule's module at `path`, or nullptr.
   torch::nn::Module* find(const std::string& path) {
@@ -478,13 +463,13 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
   if (!index.owned.count(parent) || !index.copied.insert(path).second) return;
   const auto& [tensor, kind] = *t;
   switch (kind) {
-    case TensorKind::parameter:
+    case detail::TensorKind::parameter:
       parent->register_parameter(name, tensor, tensor.requires_grad());
       break;
-    case TensorKind::buffer:
+    case detail::TensorKind::buffer:
       parent->register_buffer(name, tensor);
       break;
-    case TensorKind::attribute:
+    case detail::TensorKind::attribute:
       if (auto* fm = dynamic_cast<Module*>(parent))
         fm->register_attribute(name, tensor);
       else

@@ -39,8 +39,7 @@ std::string Module::repr() const {
 at::Tensor Module::register_attribute(const std::string& name, at::Tensor value) {
   if (name.empty() || name.find('.') != std::string::npos)
     throw Error(type_name_ + ".register_attribute: '" + name + "' is not a valid attribute name");
-  if (detail::parameters_of(*this).contains(name) || detail::buffers_of(*this).contains(name) ||
-      detail::children_of(*this).contains(name))
+  if (detail::has_member(*this, name))
     throw Error(type_name_ + ".register_attribute: '" + name +
                 "' is already a parameter, buffer or submodule");
   auto [it, fresh] = attribute_index_.try_emplace(name, attributes_.size());

@@ -48,6 +48,20 @@ const std::shared_ptr<torch::nn::Module>* find_submodule(const torch::nn::Module
   }
 }
 
+bool has_member(const torch::nn::Module& m, const std::string& name) {
+  return parameters_of(m).contains(name) || buffers_of(m).contains(name) || children_of(m).contains(name);
+}
+
+std::optional<std::pair<at::Tensor, TensorKind>> tensor_entry(const torch::nn::Module& m,
+                                                              const std::string& name) {
+  if (const auto* p = parameters_of(m).find(name); p && p->defined())
+    return std::pair(*p, TensorKind::parameter);
+  if (const auto* b = buffers_of(m).find(name); b && b->defined()) return std::pair(*b, TensorKind::buffer);
+  if (const auto* fm = dynamic_cast<const Module*>(&m))
+    if (const at::Tensor* a = fm->attribute(name)) return std::pair(*a, TensorKind::attribute);
+  return std::nullopt;
+}
+
 std::string type_of(const torch::nn::Module& m) {
   const auto* fm = dynamic_cast<const Module*>(&m);
   return fm ? fm->type_name() : m.name();

@@ -7,6 +7,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,17 @@ const torch::OrderedDict<std::string, at::Tensor>& buffers_of(const torch::nn::M
 // The descendant of m at dotted `path`, walked child by child as Python's
 // getattr chain does; nullptr when there is none or path is empty.
 const std::shared_ptr<torch::nn::Module>* find_submodule(const torch::nn::Module& m, std::string_view path);
+
+// Whether `name` is one of m's own parameters, buffers or children, undefined
+// entries included (torch.nn's `bias = None`): a name an attribute may not take.
+bool has_member(const torch::nn::Module& m, const std::string& name);
+
+enum class TensorKind { parameter, buffer, attribute };
+// m's own parameter, buffer or tensor attribute (fx::Module::attribute)
+// `name`, and which it is. Undefined entries count as absent, as
+// named_parameters() has them.
+std::optional<std::pair<at::Tensor, TensorKind>> tensor_entry(const torch::nn::Module& m,
+                                                              const std::string& name);
 
 // m's descendants in the order of Python's named_modules(): pre-order,
 // children in registration order, each with its dotted path. No dict is

@@ -240,9 +240,7 @@ Argument Tracer::create_arg(const Value& v) {
       std::string name;
       for (;; ++next_constant_) {
         name = "_tensor_constant" + std::to_string(next_constant_);
-        if (!detail::parameters_of(*root_).contains(name) && !detail::buffers_of(*root_).contains(name) &&
-            !detail::children_of(*root_).contains(name) && !root_->attribute(name))
-          break;
+        if (!detail::has_member(*root_, name) && !root_->attribute(name)) break;
       }
       // Stored on the root, as torch.fx does, so a GraphModule finds it there.
       root_->register_attribute(name, t);
