@@ -25,6 +25,10 @@
 
 namespace fx {
 
+namespace detail {
+class ModulePaths;
+}
+
 // torch.fx's PH: in concrete_args, a leaf of a structure that stays an input.
 struct PHType {};
 inline constexpr PHType PH{};
@@ -67,8 +71,8 @@ using ConcreteArgs = std::vector<std::pair<std::string, ConcreteArg>>;
 
 class Tracer {
  public:
-  Tracer() = default;
-  virtual ~Tracer() = default;
+  Tracer();
+  virtual ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
@@ -125,7 +129,7 @@ class Tracer {
   std::unordered_map<const void*, Value> param_proxies_;
   std::unordered_map<const void*, std::string> constant_names_;
   size_t next_constant_ = 0;  // no `_tensor_constantN` below it is free
-  std::unordered_map<const torch::nn::Module*, std::string> module_paths_;  // named_modules(), by identity
+  std::unique_ptr<detail::ModulePaths> module_paths_;  // named_modules(), by identity
 };
 
 // Tracer().trace(root, concrete_args) as a graph.

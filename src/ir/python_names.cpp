@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 
 namespace fx::detail {
 
@@ -55,14 +56,29 @@ constexpr bool none_has_digit(const std::array<std::string_view, N>& a) {
 // without a search.
 static_assert(none_has_digit(kKeywords) && none_has_digit(kBuiltins));
 
+// Bit n of masks[c] is set when a name of the table has length n (31: 31 or
+// more) and starts with c (modulo 128). Most names fail this test, which
+// saves the binary search: naming every node asks both tables.
+using LengthMasks = std::array<uint32_t, 128>;
 template <size_t N>
-bool sorted_contains(const std::array<std::string_view, N>& a, std::string_view s) {
+constexpr LengthMasks length_masks(const std::array<std::string_view, N>& a) {
+  LengthMasks m{};
+  for (auto s : a) m[static_cast<unsigned char>(s[0]) & 127] |= 1u << std::min<size_t>(s.size(), 31);
+  return m;
+}
+constexpr LengthMasks kKeywordMasks = length_masks(kKeywords);
+constexpr LengthMasks kBuiltinMasks = length_masks(kBuiltins);
+
+template <size_t N>
+bool sorted_contains(const std::array<std::string_view, N>& a, const LengthMasks& masks, std::string_view s) {
+  if (s.empty() || !(masks[static_cast<unsigned char>(s[0]) & 127] >> std::min<size_t>(s.size(), 31) & 1))
+    return false;
   return !has_digit(s) && std::binary_search(a.begin(), a.end(), s);
 }
 }  // namespace
 
-bool is_python_keyword(std::string_view s) { return sorted_contains(kKeywords, s); }
-bool is_python_builtin(std::string_view s) { return sorted_contains(kBuiltins, s); }
+bool is_python_keyword(std::string_view s) { return sorted_contains(kKeywords, kKeywordMasks, s); }
+bool is_python_builtin(std::string_view s) { return sorted_contains(kBuiltins, kBuiltinMasks, s); }
 
 bool is_identifier(std::string_view s) {
   if (s.empty()) return false;

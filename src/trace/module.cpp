@@ -131,6 +131,11 @@ void Module::copy_state_from(const torch::nn::Module& other) {
 Value Module::call(std::vector<Value> args, ValueKwargs kwargs) {
   Tracer* t = Tracer::current();
   if (!t) return forward(bind(std::move(args), std::move(kwargs)));
+  // The common call binds as given: no copy of the arguments for a leaf,
+  // whose forward does not run.
+  if (kwargs.empty() && args.size() == params_.size())
+    return t->call_module(
+        *this, [&] { return forward(args); }, args, kwargs);
   std::vector<Value> bound = bind(args, kwargs);
   return t->call_module(
       *this, [&] { return forward(bound); }, args, kwargs);

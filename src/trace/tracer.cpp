@@ -6,10 +6,10 @@
 
 #include "../ir/repr.h"
 #include "module_dicts.h"
+#include "module_paths.h"
 #include "stack_trace.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace fx {
 
@@ -31,6 +31,9 @@ class CurrentTracer {
 const void* identity(const at::Tensor& t) { return t.unsafeGetTensorImpl(); }
 }  // namespace
 
+Tracer::Tracer() = default;
+Tracer::~Tracer() = default;
+
 Tracer* Tracer::current() { return current_tracer; }
 
 std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_args) {
@@ -42,13 +45,7 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
   param_proxies_.clear();
   constant_names_.clear();
   next_constant_ = 0;
-  module_paths_.clear();
-  // FX's submodule_paths: {mod: name for name, mod in root.named_modules()},
-  // the first path of a module reached twice.
-  module_paths_.emplace(&root, "");
-  detail::walk_submodules(root, "", [this](const std::string& path, const torch::nn::Module& m) {
-    return module_paths_.emplace(&m, path).second;
-  });
+  module_paths_ = std::make_unique<detail::ModulePaths>(root);
 
   const auto& params = root.forward_params();
   for (const auto& [name, arg] : concrete_args) {
@@ -103,20 +100,17 @@ void Tracer::index_tensors() {
   if (tensors_indexed_) return;
   if (!root_) throw TraceError("this tracer is not tracing; a tensor cannot be recorded as a graph argument");
   tensors_indexed_ = true;
-  std::unordered_set<const torch::nn::Module*> seen;
-  auto index = [&](const std::string& prefix, const torch::nn::Module& m) {
-    if (!seen.insert(&m).second) return false;
-    auto qualified = [&](const std::string& name) { return prefix.empty() ? name : prefix + "." + name; };
+  module_paths_->for_each([&](std::string_view prefix, const torch::nn::Module& m) {
+    auto qualified = [&](const std::string& name) {
+      return prefix.empty() ? name : std::string(prefix) + "." + name;
+    };
     for (const auto& p : detail::parameters_of(m))
       if (p.value().defined()) param_names_.emplace(identity(p.value()), qualified(p.key()));
     for (const auto& b : detail::buffers_of(m))
       if (b.value().defined()) buffer_names_.emplace(identity(b.value()), qualified(b.key()));
     if (const auto* fm = dynamic_cast<const Module*>(&m))
       for (const auto& [name, t] : fm->attributes()) constant_names_.emplace(identity(t), qualified(name));
-    return true;
-  };
-  index("", *root_);
-  detail::walk_submodules(*root_, "", index);
+  });
 }
 
 // torch.fx's create_args_for_root.proxy_placeholder for a parameter named
@@ -180,12 +174,13 @@ Value Tracer::call_module(Module& m, const std::function<Value()>& forward, cons
 
 std::string Tracer::path_of_module(const Module& m) const {
   if (&m == root_) return "";
-  auto it = module_paths_.find(&m);
-  if (it == module_paths_.end())
+  std::optional<std::string_view> path;
+  if (module_paths_) path = module_paths_->find(&m);
+  if (!path)
     throw TraceError("a " + m.type_name() + " module called while tracing is not a submodule of the traced " +
                      (root_ ? root_->type_name() : std::string("module")) +
                      "; register it with register_module so the graph can refer to it");
-  return it->second;
+  return std::string(*path);
 }
 
 Value Tracer::getattr(std::string_view qualified_name, const at::Tensor& value) {

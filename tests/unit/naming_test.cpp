@@ -89,4 +89,21 @@ TEST(Naming, SetNameIsExactAndChecked) {
   EXPECT_EQ(x->name(), "x");
 }
 
+// The first and last of each table, the shortest and longest, and names
+// one letter off them: the tables are searched behind a filter on the
+// first letter and the length.
+TEST(Naming, EveryKeywordAndBuiltinIsRefused) {
+  fx::Graph g;
+  fx::Node* y = g.placeholder("y");
+  for (const char* reserved : {"False", "yield", "as", "nonlocal", "ArithmeticError", "zip", "id",
+                               "PendingDeprecationWarning", "ConnectionRefusedError", "__build_class__",
+                               "__debug__", "NotImplemented", "NotImplementedError", "breakpoint"})
+    EXPECT_THROW(y->set_name(reserved), fx::GraphError) << reserved;
+  for (const char* free_name : {"zips", "ids", "yields", "Ass", "PendingDeprecationWarnings", "__build_class",
+                                "NotImplementedErro", "break_point"}) {
+    y->set_name(free_name);
+    EXPECT_EQ(y->name(), free_name);
+  }
+}
+
 }  // namespace

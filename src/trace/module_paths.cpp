@@ -1,0 +1,44 @@
+#include "module_paths.h"
+
+#include <limits>
+
+#include <fx/error.h>
+
+#include "module_dicts.h"
+
+namespace fx::detail {
+
+ModulePaths::ModulePaths(const torch::nn::Module& root) {
+  std::string path;
+  add(&root, 0);
+  walk(root, path);
+}
+
+bool ModulePaths::add(const torch::nn::Module* m, size_t start) {
+  if (index_.find(m)) return false;
+  if (entries_.size() >= std::numeric_limits<uint32_t>::max())
+    throw Error("a module tree of more than 2^32 modules cannot be traced");
+  index_.set(m, static_cast<uint32_t>(entries_.size()));
+  entries_.push_back(Entry{m, start, pool_.size() - start});
+  return true;
+}
+
+// `path` is m's own path; each child's is appended to it and cut off again,
+// so walking allocates nothing per module.
+void ModulePaths::walk(const torch::nn::Module& m, std::string& path) {
+  const size_t own = path.size();
+  for (const auto& child : children_of(m)) {
+    if (!child.value()) continue;
+    if (own != 0) path += '.';
+    path += child.key();
+    const size_t start = pool_.size();
+    pool_ += path;
+    if (add(child.value().get(), start))
+      walk(*child.value(), path);
+    else
+      pool_.resize(start);  // reached before: keeps its first path
+    path.resize(own);
+  }
+}
+
+}  // namespace fx::detail
