@@ -45,6 +45,9 @@ class OwningModule {
  public:
   virtual ~OwningModule() = default;
   virtual bool has_submodule(std::string_view qualified_name) const = 0;
+  // has_submodule for a call_module node's target (lint asks this). An owner
+  // may remember the answers by target while it recompiles.
+  virtual bool has_target_module(const Target& target) const { return has_submodule(target.str()); }
   // A parameter, buffer, submodule or other attribute.
   virtual bool has_attribute(std::string_view qualified_name) const = 0;
   virtual bool is_impure_module(std::string_view /*qualified_name*/) const { return false; }

@@ -121,19 +121,28 @@ class GraphModule : public Module, public OwningModule {
   // OwningModule
   bool has_submodule(std::string_view path) const override;
   bool has_attribute(std::string_view path) const override;
+  bool has_target_module(const Target& target) const override;
 
  private:
   struct Plan;
   // forward on the graph's own (flat) inputs.
   Value run_flat(const std::vector<Value>& args);
   struct RootIndex;
-  void copy_attr(RootIndex& index, const std::string& path, bool is_module);
+  torch::nn::Module* copy_attr(RootIndex& index, const std::string& path, bool is_module);
   torch::nn::Module* make_path(RootIndex& index, const std::string& path);
   std::unique_ptr<GraphModule> copy_to(const c10::optional<c10::Device>& device) const;
 
   std::unique_ptr<Graph> graph_;
   std::string code_;
   std::unique_ptr<Plan> plan_;
+  // The module a call_module target names, remembered while the
+  // constructor and recompile() run: the constructor places every target,
+  // then lint and the plan look each one up, three walks through LibTorch's
+  // dicts by name. Null at any other time, when the tree may change.
+  torch::nn::Module* target_module(const Target& target) const;
+  struct ModuleMemo;
+  struct MemoScope;
+  std::unique_ptr<ModuleMemo> memo_;
 };
 
 // torch.fx's symbolic_trace: Tracer().trace(root, concrete_args) made into a

@@ -90,8 +90,8 @@ void Graph::lint() const {
       case Op::call_module:
         if (!well_formed_path(t)) fail(n, "target '" + t + "' is not a dotted attribute path");
         if (owning_module_) {
-          bool ok =
-              n->op_ == Op::get_attr ? owning_module_->has_attribute(t) : owning_module_->has_submodule(t);
+          bool ok = n->op_ == Op::get_attr ? owning_module_->has_attribute(t)
+                                           : owning_module_->has_target_module(n->target_);
           if (!ok)
             fail(n, std::string("target '") + t + "' does not exist in the owning module" +
                         (n->op_ == Op::call_module ? " (no such submodule)" : ""));

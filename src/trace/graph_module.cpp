@@ -4,6 +4,7 @@
 #include <fx/pytree.h>
 #include <fx/tracer.h>
 
+#include "../ir/flat_map.h"
 #include "../ir/index_set.h"
 #include "../ir/repr.h"
 #include "module_dicts.h"
@@ -152,15 +153,37 @@ struct GraphModule::RootIndex {
   std::unordered_set<std::string> copied;                                // tensor paths copied so far
 };
 
+struct GraphModule::ModuleMemo {
+  // By interned target: a lookup hashes a pointer, not the path.
+  detail::FlatMap<const void*, torch::nn::Module*, std::hash<const void*>> by_target;
+};
+
+// The memo lives while the outermost of the constructor and recompile() runs.
+struct GraphModule::MemoScope {
+  explicit MemoScope(GraphModule& gm) : owner(gm.memo_ ? nullptr : &gm) {
+    if (owner) owner->memo_ = std::make_unique<ModuleMemo>();
+  }
+  ~MemoScope() {
+    if (owner) owner->memo_.reset();
+  }
+  MemoScope(const MemoScope&) = delete;
+  MemoScope& operator=(const MemoScope&) = delete;
+  GraphModule* owner;
+};
+
 GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string class_name)
     : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
       graph_(std::move(graph)) {
   if (!graph_) throw Error("GraphModule: the graph is null");
   train(root.is_training());  // torch.fx: self.training = root.training (no children yet: only this flag)
+  MemoScope memo(*this);
   RootIndex index(root, *this);
-  for (Node* n : graph_->nodes())
-    if (n->op() == Op::get_attr || n->op() == Op::call_module)
-      copy_attr(index, n->target().str(), n->op() == Op::call_module);
+  for (Node* n : graph_->nodes()) {
+    if (n->op() != Op::get_attr && n->op() != Op::call_module) continue;
+    torch::nn::Module* placed = copy_attr(index, n->target().str(), n->op() == Op::call_module);
+    if (placed && n->op() == Op::call_module)
+      *memo_->by_target.try_emplace(n->target().entry()).first = placed;
+  }
   graph_->set_owning_module(this);
   recompile();
 }
@@ -344,6 +367,17 @@ torch::nn::Module* GraphModule::get_submodule(std::string_view path) const {
   return found ? found->get() : nullptr;
 }
 
+torch::nn::Module* GraphModule::target_module(const Target& target) const {
+  if (target.str().empty()) return nullptr;  // not a submodule: this module itself
+  if (memo_)
+    if (torch::nn::Module* const* known = memo_->by_target.find(target.entry())) return *known;
+  torch::nn::Module* m = get_submodule(target.str());
+  if (memo_ && m) *memo_->by_target.try_emplace(target.entry()).first = m;
+  return m;
+}
+
+bool GraphModule::has_target_module(const Target& target) const { return target_module(target) != nullptr; }
+
 bool GraphModule::delete_submodule(const std::string& path) {
   auto [parent_path, name] = detail::split_path(path);
   torch::nn::Module* parent = get_submodule(parent_path);
@@ -421,11 +455,12 @@ torch::nn::Module* GraphModule::make_path(RootIndex& index, const std::string& p
 }
 
 // FX's _copy_attr: share the root's object at `path`, creating containers.
-void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_module) {
+// Returns the module placed at `path`, or nullptr for a tensor.
+torch::nn::Module* GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_module) {
   auto [parent_path, name] = detail::split_path(path);
-  auto share_module = [&](std::shared_ptr<torch::nn::Module> m) {
+  auto share_module = [&](std::shared_ptr<torch::nn::Module> m) -> torch::nn::Module* {
     torch::nn::Module* existing = index.find(path);
-    if (existing == m.get()) return;
+    if (existing == m.get()) return existing;
     torch::nn::Module* parent = make_path(index, parent_path);
     if (existing) {
       // A container made for a deeper target gives way to the module itself
@@ -434,24 +469,24 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
       std::string prefix = path + ".";
       std::erase_if(index.here, [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
       std::erase_if(index.expanded, [&](const auto& p) { return p == path || p.rfind(prefix, 0) == 0; });
+      if (memo_) memo_->by_target = {};  // and what was remembered beneath
     } else {
       parent->register_module(name, m);
     }
     index.here[path] = m.get();
+    return m.get();
   };
   if (is_module) {
     auto m = path.empty() ? nullptr : index.root_module(path);
     if (!m)
       throw Error("GraphModule: call_module target '" + path + "' is not a submodule of the root " +
                   index.root.type_name());
-    share_module(std::move(m));
-    return;
+    return share_module(std::move(m));
   }
   auto t = index.root_tensor(path);
   if (!t) {
     if (auto m = path.empty() ? nullptr : index.root_module(path)) {  // get_attr of a whole module
-      share_module(std::move(m));
-      return;
+      return share_module(std::move(m));
     }
     throw Error("GraphModule: get_attr target '" + path +
                 "' is not a parameter, buffer, tensor attribute or "
@@ -460,7 +495,7 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
   }
   torch::nn::Module* parent = make_path(index, parent_path);
   // A module shared with the root has the tensor already; ours get it once.
-  if (!index.owned.count(parent) || !index.copied.insert(path).second) return;
+  if (!index.owned.count(parent) || !index.copied.insert(path).second) return nullptr;
   const auto& [tensor, kind] = *t;
   switch (kind) {
     case detail::TensorKind::parameter:
@@ -476,9 +511,11 @@ void GraphModule::copy_attr(RootIndex& index, const std::string& path, bool is_m
         throw Error("GraphModule: cannot store tensor attribute '" + path + "' on a non-fx module");
       break;
   }
+  return nullptr;
 }
 
 void GraphModule::recompile() {
+  MemoScope memo(*this);
   graph_->lint();
   code_ = graph_->python_code("self").src;
   set_forward_params(placeholder_params(*graph_));
@@ -555,9 +592,11 @@ void GraphModule::recompile() {
         }
       }
       if (n->op() == Op::call_module) {
-        const auto* found = detail::find_submodule(*this, n->target().str());
-        step.module = found ? std::dynamic_pointer_cast<Module>(*found) : nullptr;
-        if (!step.module) throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
+        torch::nn::Module* found = target_module(n->target());
+        auto* fm = dynamic_cast<Module*>(found);
+        if (!fm) throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
+        // A submodule is held by a shared_ptr (its parent's dict): share that ownership.
+        step.module = std::shared_ptr<Module>(found->shared_from_this(), fm);
       }
       step.dead.begin = end_of(plan->dead);
       for (const Node* dead : dies_at[i]) plan->dead.push_back(plan->slot(dead));

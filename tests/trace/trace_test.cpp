@@ -306,6 +306,33 @@ TEST(GraphModule, CopiesExactlyWhatTheGraphUses) {
   EXPECT_TRUE(gm.has_attribute("features.0.bias"));
 }
 
+// `seq.0` first makes an empty container `seq`; the call of `seq` itself
+// then puts the root's Sequential there (FX's setattr), and every target
+// resolves in the final tree.
+TEST(GraphModule, AModuleCalledWholeReplacesTheContainerOfItsChild) {
+  struct Outer : fx::Module {
+    std::shared_ptr<fx::nn::Sequential> seq;
+    Outer() : fx::Module("Outer") {
+      seq = register_module("seq", make<fx::nn::Sequential>(std::vector<std::shared_ptr<fx::Module>>{
+                                       make<Linear>(4, 4), make<fx::nn::ReLU>()}));
+    }
+    Value forward(const std::vector<Value>& in) override { return (*seq)(in[0]); }
+  };
+  torch::manual_seed(0);
+  Outer root;
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* first = g->call_module("seq.0", {x});
+  g->output(g->call_module("seq", {first}));
+  fx::GraphModule gm(root, std::move(g), "Outer");
+  EXPECT_EQ(gm.get_submodule("seq"), root.seq.get());
+  EXPECT_EQ(gm.get_submodule("seq.0"), &(*root.seq)[0]);
+  at::Tensor in = torch::randn({2, 4});
+  EXPECT_TRUE(torch::allclose(gm(in).tensor(), root(root.seq->operator[](0)(in)).tensor()));
+  gm.recompile();
+  EXPECT_TRUE(torch::allclose(gm(in).tensor(), root(root.seq->operator[](0)(in)).tensor()));
+}
+
 TEST(GraphModule, RunsLikeTheEagerModel) {
   torch::manual_seed(0);
   MyModel m;
