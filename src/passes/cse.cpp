@@ -153,10 +153,16 @@ bool cse(GraphModule& gm, const std::vector<Target>& banned_ops) {
   return modified;
 }
 
+// As torch.fx's CSEPass: a new GraphModule from gm and the reduced copy of
+// its graph, compiled once. While the copy is reduced, gm answers for its
+// call_module targets (a training Dropout is impure): the new module
+// shares those very submodules.
 CSEPass::Result CSEPass::call(GraphModule& gm) const {
-  auto csed = std::make_unique<GraphModule>(gm, detail::copy_graph(gm.graph()));
-  bool modified = cse(*csed, banned_ops_);
-  return Result{std::move(csed), modified};
+  std::unique_ptr<Graph> graph = detail::copy_graph(gm.graph());
+  graph->set_owning_module(&gm);
+  const bool modified = cse(*graph, banned_ops_);
+  graph->set_owning_module(nullptr);
+  return Result{std::make_unique<GraphModule>(gm, std::move(graph)), modified};
 }
 
 }  // namespace fx::passes

@@ -1,6 +1,7 @@
 // fx::passes::CSEPass / cse against torch.fx 1.13's CSEPass (cse_oracle.py,
 // same models in Python), outputs allclose before and after.
 #include <fx/fx.h>
+#include <fx/nn.h>
 #include <fx/passes/cse.h>
 #include <fx/passes/purity.h>
 
@@ -79,6 +80,30 @@ TEST(CSE, MergesAsTorchFx) {
   EXPECT_EQ(gm->graph().to_string(), oracle("Dup", "graph"));
   EXPECT_FALSE(fx::passes::cse(*gm));
   EXPECT_FALSE(fx::passes::CSEPass()(*gm).modified);
+}
+
+// CSEPass reduces a copy of the graph: the module it was copied from says
+// which calls are random (a Dropout while training).
+TEST(CSE, CSEPassAsksTheModuleWhichCallsAreRandom) {
+  struct TwoDropouts : fx::Module {
+    std::shared_ptr<fx::nn::Dropout> drop;
+    TwoDropouts() : fx::Module("TwoDropouts") {
+      drop = register_module("drop", std::make_shared<fx::nn::Dropout>(0.5));
+    }
+    fx::Value forward(const std::vector<fx::Value>& in) override { return (*drop)(in[0]) + (*drop)(in[0]); }
+  };
+  TwoDropouts model;
+  auto gm = fx::symbolic_trace(model);
+  const size_t nodes = gm->graph().size();
+  fx::passes::CSEPass::Result training = fx::passes::CSEPass()(*gm);
+  EXPECT_FALSE(training.modified);
+  EXPECT_EQ(training.graph_module->graph().size(), nodes);
+  model.eval();
+  auto eval_gm = fx::symbolic_trace(model);
+  fx::passes::CSEPass::Result eval = fx::passes::CSEPass()(*eval_gm);
+  EXPECT_TRUE(eval.modified);
+  EXPECT_EQ(eval.graph_module->graph().size(), nodes - 1);
+  EXPECT_EQ(eval.graph_module->graph().owning_module(), eval.graph_module.get());
 }
 
 TEST(CSE, NeverMergesRandomCalls) {
