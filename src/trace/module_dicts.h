@@ -33,18 +33,6 @@ enum class TensorKind { parameter, buffer, attribute };
 std::optional<std::pair<at::Tensor, TensorKind>> tensor_entry(const torch::nn::Module& m,
                                                               const std::string& name);
 
-// m's descendants in the order of Python's named_modules(): pre-order,
-// children in registration order, each with its dotted path. No dict is
-// copied. `visit(path, module)` returns false to skip the module's children:
-// named_modules' memo, for a module reached a second time.
-template <class Visit>
-void walk_submodules(const torch::nn::Module& m, const std::string& prefix, Visit&& visit) {
-  for (const auto& child : children_of(m)) {
-    if (!child.value()) continue;
-    std::string path = prefix.empty() ? child.key() : prefix + "." + child.key();
-    if (visit(path, *child.value())) walk_submodules(*child.value(), path, visit);
-  }
-}
 // The Python class name of m: an fx::Module's type_name(), else m.name().
 std::string type_of(const torch::nn::Module& m);
 // torch.nn.Module, Sequential, ModuleList, ModuleDict: the types whose
