@@ -22,7 +22,6 @@ namespace fx::detail {
 
 class ModulePaths {
  public:
-  ModulePaths() = default;
   // root's path is "". Descends as named_modules() does: pre-order, children
   // in registration order, a module reached again neither renamed nor
   // walked a second time.
