@@ -48,8 +48,15 @@ at::Tensor Module::register_attribute(const std::string& name, at::Tensor value)
   return attributes_.back().second;
 }
 
+namespace {
+// The common call: exactly the positional parameters, nothing to bind.
+bool binds_as_given(const std::vector<Value>& args, const ValueKwargs& kwargs, size_t params) {
+  return kwargs.empty() && args.size() == params;
+}
+}  // namespace
+
 std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) const {
-  if (kwargs.empty() && args.size() == params_.size()) return args;  // the common call: nothing to bind
+  if (binds_as_given(args, kwargs, params_.size())) return args;
   auto where = [&] { return type_name_ + ".forward"; };
   if (args.size() > params_.size())
     throw Error(where() + " takes " + std::to_string(params_.size()) + " argument(s) but " +
@@ -131,14 +138,12 @@ void Module::copy_state_from(const torch::nn::Module& other) {
 Value Module::call(std::vector<Value> args, ValueKwargs kwargs) {
   Tracer* t = Tracer::current();
   if (!t) return forward(bind(std::move(args), std::move(kwargs)));
-  // The common call binds as given: no copy of the arguments for a leaf,
-  // whose forward does not run.
-  if (kwargs.empty() && args.size() == params_.size())
-    return t->call_module(
-        *this, [&] { return forward(args); }, args, kwargs);
-  std::vector<Value> bound = bind(args, kwargs);
+  // Bound before the call, so a bad call fails for a leaf too; a call as
+  // given is not copied (a leaf's forward does not run).
+  const bool as_given = binds_as_given(args, kwargs, params_.size());
+  std::vector<Value> bound = as_given ? std::vector<Value>{} : bind(args, kwargs);
   return t->call_module(
-      *this, [&] { return forward(bound); }, args, kwargs);
+      *this, [&] { return forward(as_given ? args : bound); }, args, kwargs);
 }
 
 }  // namespace fx
