@@ -154,6 +154,9 @@ struct GraphModule::RootIndex {
 };
 
 struct GraphModule::ModuleMemo {
+  void remember(const Target& target, torch::nn::Module* m) {
+    *by_target.try_emplace(target.entry()).first = m;
+  }
   // By interned target: a lookup hashes a pointer, not the path.
   detail::FlatMap<const void*, torch::nn::Module*, std::hash<const void*>> by_target;
 };
@@ -181,8 +184,7 @@ GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string
   for (Node* n : graph_->nodes()) {
     if (n->op() != Op::get_attr && n->op() != Op::call_module) continue;
     torch::nn::Module* placed = copy_attr(index, n->target().str(), n->op() == Op::call_module);
-    if (placed && n->op() == Op::call_module)
-      *memo_->by_target.try_emplace(n->target().entry()).first = placed;
+    if (placed && n->op() == Op::call_module) memo_->remember(n->target(), placed);
   }
   graph_->set_owning_module(this);
   recompile();
@@ -372,7 +374,7 @@ torch::nn::Module* GraphModule::target_module(const Target& target) const {
   if (memo_)
     if (torch::nn::Module* const* known = memo_->by_target.find(target.entry())) return *known;
   torch::nn::Module* m = get_submodule(target.str());
-  if (memo_ && m) *memo_->by_target.try_emplace(target.entry()).first = m;
+  if (memo_ && m) memo_->remember(target, m);
   return m;
 }
 
