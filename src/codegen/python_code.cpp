@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../ir/namespace.h"
@@ -41,15 +42,37 @@ std::vector<std::string> split_type_args(std::string_view inner) {
 
 // Names every node and global of one generated function in one namespace,
 // as FX does, so that a node named like a global is renamed in the code.
+//
+// The graph's node names are already unique and in normal form, so a node
+// keeps its own name unless a global or a renamed node took it first. Such a
+// node is only marked as named (its scratch mark set to `epoch`), not
+// stored: the table holds the globals and the renamed nodes, and asks the
+// graph (`taken_elsewhere`) whether a name is that of a node named already.
+// The names are FX's, without a table of every node.
 class CodeNames final : public detail::NodeNamer {
  public:
-  explicit CodeNames(size_t nodes) {
-    ns_.reserve(nodes + 16);  // every node, the custom builtins and a few globals
+  using MarkOf = uint64_t& (*)(const Node*);
+  CodeNames(const Graph& graph, const std::vector<Node*>& order, uint64_t epoch, MarkOf mark_of,
+            const detail::Namespace& graph_names)
+      : graph_(graph), order_(order), epoch_(epoch), mark_of_(mark_of), graph_names_(graph_names) {
     ns_.add_custom_builtins();
+    ns_.set_taken_elsewhere([this](std::string_view name) { return kept_by_a_node(name); });
     for (const char* b : {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
       globals_.emplace_back(b, b);
   }
-  std::string name_of(const Node* n) const override { return ns_.create_name(n->name(), n); }
+  std::string name_of(const Node* n) const override {
+    // A node of another graph, or erased, is named through the table.
+    if (&n->graph() != &graph_ || n->erased()) return ns_.create_name(n->name(), n);
+    uint64_t& mark = mark_of_(n);
+    if (mark == epoch_) return renamed(n);
+    if (ns_.keeps(n->name(), n)) {
+      mark = epoch_;
+      return n->name();
+    }
+    std::string name = ns_.create_name(n->name(), n);
+    mark = epoch_;  // after: while it is named, its own name is not taken by it
+    return name;
+  }
 
   // FX's add_global: torch's own objects keep their qualified name, anything
   // else gets a sanitized unique name.
@@ -99,6 +122,26 @@ class CodeNames final : public detail::NodeNamer {
   std::vector<std::pair<std::string, std::string>> take_globals() { return std::move(globals_); }
 
  private:
+  // A named node's name: its own, unless the table renamed it.
+  std::string renamed(const Node* n) const {
+    return ns_.has_object(n) ? ns_.create_name(n->name(), n) : n->name();
+  }
+
+  // Whether `name` is the name of a node of the graph that kept it here.
+  bool kept_by_a_node(std::string_view name) const {
+    if (!graph_names_.contains(name)) return false;  // no node was ever called that
+    if (by_name_.empty())  // rarely needed: built once, when a global or a renamed node asks
+      for (const Node* n : order_) by_name_.emplace(n->name(), n);
+    auto it = by_name_.find(name);
+    return it != by_name_.end() && mark_of_(it->second) == epoch_ && !ns_.has_object(it->second);
+  }
+
+  const Graph& graph_;
+  const std::vector<Node*>& order_;
+  uint64_t epoch_;
+  MarkOf mark_of_;
+  const detail::Namespace& graph_names_;
+  mutable std::unordered_map<std::string_view, const Node*> by_name_;
   std::string record(std::string name, std::string_view what) {
     for (const auto& g : globals_)
       if (g.first == name) return name;
@@ -152,11 +195,11 @@ std::string format_fields(const Node* n, const char* fmt, const std::vector<std:
 }  // namespace
 
 PythonCode Graph::python_code(std::string_view root_module) const {
-  CodeNames names(size());
   PythonCode result;
-
   std::vector<Node*> order = nodes().to_vector();
   const LastUses dies_at = last_uses(order);  // freed after the i-th node
+  CodeNames names(
+      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->mark_; }, *names_);
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   auto format_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {

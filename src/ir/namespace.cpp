@@ -108,12 +108,26 @@ std::string Namespace::claim_next_free(const std::string& base, uint64_t num, co
 }
 
 bool Namespace::taken(const std::string& name, const void* obj) const {
-  return used_.find(name, key_of()).has_value() || is_illegal(name, obj);
+  return contains(name) || is_illegal(name, obj) || is_taken_elsewhere(name);
 }
 
 // Takes `name` if it is free: one lookup in used_ for the common case.
 bool Namespace::claim_free(const std::string& name, const void* obj) {
-  return !is_illegal(name, obj) && take(name);
+  if (is_illegal(name, obj)) return false;
+  if (taken_elsewhere_ && !contains(name) && taken_elsewhere_(name)) return false;
+  return take(name);
+}
+
+bool Namespace::contains(std::string_view name) const { return used_.find(name, key_of()).has_value(); }
+
+bool Namespace::keeps(std::string_view name, const void* obj) const {
+  if (name.empty() || is_ascii_digit(name[0]) || !std::all_of(name.begin(), name.end(), is_name_char))
+    return false;  // sanitize would change it
+  const size_t us = name.rfind('_');
+  if (us != std::string_view::npos && us + 2 < name.size() && name[us + 1] == '0' &&
+      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us) + 1, name.end(), is_ascii_digit))
+    return false;  // a suffix with leading zeros is re-printed
+  return !is_illegal(name, obj) && !contains(name);
 }
 
 std::string Namespace::create_name(std::string_view raw, const void* obj) {

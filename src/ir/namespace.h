@@ -38,6 +38,23 @@ class Namespace {
   // Takes `name` exactly; false if it is taken or not a legal name.
   bool claim(const std::string& name);
 
+  // Whether `obj` has a name here.
+  bool has_object(const void* obj) const { return names_of_.find(obj).has_value(); }
+
+  // Whether `name` was taken here.
+  bool contains(std::string_view name) const;
+
+  // Whether create_name(name, obj) would return `name` itself, for an obj
+  // not named yet: `name` is already in normal form, legal for obj, and not
+  // in this table. Names taken elsewhere are not asked: the caller knows.
+  bool keeps(std::string_view name, const void* obj) const;
+
+  // Names taken outside this table (asked only for names it does not hold):
+  // a code namespace leaves the graph's own node names to the graph.
+  void set_taken_elsewhere(std::function<bool(std::string_view)> taken) {
+    taken_elsewhere_ = std::move(taken);
+  }
+
   // The identity under which a Python builtin (`getattr`, `int`) is known.
   static const void* builtin_identity(std::string_view name);
   // The identity of one of FX's custom builtins (`NoneType`, `device`...), or nullptr.
@@ -48,6 +65,7 @@ class Namespace {
   bool claim_free(const std::string& name, const void* obj);
   std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
   bool is_illegal(std::string_view name, const void* obj) const;
+  bool is_taken_elsewhere(std::string_view name) const { return taken_elsewhere_ && taken_elsewhere_(name); }
 
   // Marks `name` taken, stored as the last entry; false if it already was.
   // Throws when the pool is full.
@@ -67,6 +85,7 @@ class Namespace {
   IndexSet used_;                                               // the taken names
   FlatMap<std::string, uint64_t, StringViewHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
   PointerIndexMap names_of_;                                    // obj -> its name's index
+  std::function<bool(std::string_view)> taken_elsewhere_;
 };
 
 }  // namespace fx::detail

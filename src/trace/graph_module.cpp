@@ -390,13 +390,15 @@ bool GraphModule::delete_submodule(const std::string& path) {
 
 void GraphModule::delete_all_unused_submodules() {
   std::unordered_set<std::string> used;
+  std::unordered_set<std::string_view> walked;  // call_module targets whose submodules are in `used`
   for (Node* n : graph_->nodes()) {
     if (n->op() != Op::call_module && n->op() != Op::get_attr) continue;
     const std::string& target = n->target().str();
     for (size_t dot = target.find('.'); dot != std::string::npos; dot = target.find('.', dot + 1))
       used.insert(target.substr(0, dot));
     used.insert(target);
-    if (n->op() == Op::call_module)
+    // A module called many times is walked once: its subtree can be as big as the model.
+    if (n->op() == Op::call_module && walked.insert(target).second)
       if (torch::nn::Module* m = get_submodule(target))
         for (const auto& sub : m->named_modules("", /*include_self=*/false))
           used.insert(target + "." + sub.key());

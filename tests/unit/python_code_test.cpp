@@ -51,6 +51,40 @@ def forward(self, x : torch.Tensor) -> typing_List[torch.Tensor]:
     )");
 }
 
+// A global takes the name of a node emitted before it and is renamed; a node
+// named like a global emitted before it is renamed, and so is the node whose
+// name the renamed one took.
+TEST(PythonCode, NodesAndGlobalsShareOneNamespaceInEmissionOrder) {
+  fx::Graph g;
+  const fx::Op call = fx::Op::call_function;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* a = g.create_node(call, "torch.relu", {x}, {}, "mymod_foo");
+  fx::Node* b = g.create_node(call, "mymod.foo", {a});
+  fx::Node* c = g.create_node(call, "torch.relu", {b}, {}, "mymod_foo_1");
+  fx::Node* d = g.create_node(call, "mymod.foo", {c});
+  fx::Node* e = g.create_node(call, "torch.relu", {d}, {}, "mymod_foo_2");
+  fx::Node* f = g.create_node(call, "builtins.getattr", {e, "shape"}, {}, "getattr_1");
+  g.output(fx::tuple({e, f, a}));
+  std::vector<std::string> names;
+  for (fx::Node* n : g.nodes()) names.push_back(n->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "mymod_foo", "foo", "mymod_foo_1", "foo_1", "mymod_foo_2",
+                                             "getattr_1", "output"}));
+  const std::string expected = R"(
+
+
+def forward(self, x):
+    mymod_foo = torch.relu(x);  x = None
+    foo = mymod_foo_1(mymod_foo)
+    mymod_foo_2 = torch.relu(foo);  foo = None
+    foo_1 = mymod_foo_1(mymod_foo_2);  mymod_foo_2 = None
+    mymod_foo_3 = torch.relu(foo_1);  foo_1 = None
+    getattr_1 = mymod_foo_3.shape
+    return (mymod_foo_3, getattr_1, mymod_foo)
+    )";
+  EXPECT_EQ(g.python_code().src, expected);
+  EXPECT_EQ(g.python_code().src, expected);  // the graph's names are untouched by generating code
+}
+
 TEST(PythonCode, EmptyBodyIsPass) {
   fx::Graph g;
   g.placeholder("x");
