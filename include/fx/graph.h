@@ -163,6 +163,27 @@ class Graph {
   };
   LastUses last_uses(const std::vector<Node*>& order) const;
 
+  // The position of each node of `order` (this graph's nodes(), in order),
+  // read in O(1) without a table: it lives in the nodes' scratch marks, so
+  // it holds until the next pass that marks them (last_uses, lint,
+  // python_code...). A node outside `order`, or asked after such a pass,
+  // has no position.
+  class Positions {
+   public:
+    std::optional<size_t> of(const Node* n) const {
+      const uint64_t k = n->mark_ - first_;  // wraps for older marks
+      if (n->graph_ != graph_ || k >= size_) return std::nullopt;
+      return static_cast<size_t>(k);
+    }
+
+   private:
+    friend class Graph;
+    const Graph* graph_ = nullptr;
+    uint64_t first_ = 0;
+    size_t size_ = 0;
+  };
+  Positions positions(const std::vector<Node*>& order) const;
+
   OwningModule* owning_module() const { return owning_module_; }
   void set_owning_module(OwningModule* m) { owning_module_ = m; }
 

@@ -365,4 +365,14 @@ Graph::LastUses Graph::last_uses(const std::vector<Node*>& order) const {
   return uses;
 }
 
+Graph::Positions Graph::positions(const std::vector<Node*>& order) const {
+  Positions p;
+  p.graph_ = this;
+  p.first_ = mark_epoch_ + 1;
+  p.size_ = order.size();
+  mark_epoch_ += order.size();  // a fresh mark per position: none was used before, none will be again
+  for (size_t i = 0; i < order.size(); ++i) order[i]->mark_ = p.first_ + i;
+  return p;
+}
+
 }  // namespace fx

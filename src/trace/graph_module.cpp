@@ -102,9 +102,9 @@ struct GraphModule::Plan {
   std::vector<Argument> nested;
   ArgSource output;
   size_t num_slots = 0;
-  detail::PointerIndexMap slot_of;
+  detail::PointerIndexMap slot_of;  // the nodes inside nested arguments
 
-  int slot(const Node* n) const {
+  int slot(const Node* n) const {  // of a node inside a nested argument
     const auto s = slot_of.find(n);
     if (!s) throw Error("GraphModule: node " + detail::quoted(n) + " is not in the compiled graph");
     return static_cast<int>(*s);
@@ -527,22 +527,31 @@ void GraphModule::recompile() {
   auto plan = std::make_unique<Plan>();
   std::vector<Node*> order = graph_->nodes().to_vector();
   plan->num_slots = order.size();
-  plan->slot_of.reserve(order.size());
-  for (size_t i = 0; i < order.size(); ++i) plan->slot_of.set(order[i], static_cast<uint32_t>(i));
   // Room for the usual graph (mostly binary ops) without growing: growth
   // copies, and in this VM every fresh page costs ~12 us.
   plan->steps.reserve(order.size());
   plan->args.reserve(2 * order.size());
   plan->site_slots.reserve(2 * order.size());
-  plan->dead.reserve(order.size());               // a value dies once
-  const auto dies_at = graph_->last_uses(order);  // to free values early
+  plan->dead.reserve(order.size());                // a value dies once
+  const auto dies_at = graph_->last_uses(order);   // to free values early
+  const auto position = graph_->positions(order);  // after last_uses, which marks the nodes too
+  // A node's slot is its position; only the nodes inside nested arguments
+  // (lists, dicts), read by slot at run time, are kept in slot_of.
+  auto slot = [&](const Node* n) {
+    const auto p = position.of(n);
+    if (!p) throw Error("GraphModule: node " + detail::quoted(n) + " is not in the compiled graph");
+    return static_cast<int>(*p);
+  };
   auto source = [&](const Argument& a) {
     ArgSource s;
     if (Node* n = a.node()) {
-      s.slot = plan->slot(n);
+      s.slot = slot(n);
     } else {
       bool has_node = false;
-      for_each_node(a, [&](Node*) { has_node = true; });
+      for_each_node(a, [&](Node* inner) {
+        has_node = true;
+        plan->slot_of.set(inner, static_cast<uint32_t>(slot(inner)));
+      });
       if (has_node) {
         s.nested = static_cast<int>(plan->nested.size());
         plan->nested.push_back(a);
@@ -603,7 +612,7 @@ void GraphModule::recompile() {
         step.module = std::shared_ptr<Module>(found->shared_from_this(), fm);
       }
       step.dead.begin = end_of(plan->dead);
-      for (const Node* dead : dies_at[i]) plan->dead.push_back(plan->slot(dead));
+      for (const Node* dead : dies_at[i]) plan->dead.push_back(slot(dead));
       step.dead.end = end_of(plan->dead);
       plan->steps.push_back(std::move(step));
     } catch (const Error& e) {
