@@ -231,3 +231,26 @@ TEST(GraphEdit, SetTargetKeepsTheNameAndReindexes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GraphEdit, PositionsHoldUntilTheNextPassThatMarksTheNodes) {
+  fx::Graph g, other;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* y = g.call_function("torch.relu", {x});
+  fx::Node* out = g.output(y);
+  fx::Node* stranger = other.placeholder("x");
+  std::vector<fx::Node*> order = g.nodes().to_vector();
+  const auto pos = g.positions(order);
+  EXPECT_EQ(pos.of(x), 0u);
+  EXPECT_EQ(pos.of(y), 1u);
+  EXPECT_EQ(pos.of(out), 2u);
+  EXPECT_EQ(pos.of(stranger), std::nullopt);  // another graph's node
+  const auto again = g.positions(order);
+  EXPECT_EQ(again.of(y), 1u);
+  EXPECT_EQ(pos.of(y), std::nullopt);  // numbered again since
+  g.last_uses(order);
+  EXPECT_EQ(again.of(x), std::nullopt);  // re-marked by last_uses
+}
+
+}  // namespace
