@@ -18,21 +18,24 @@ namespace fx {
 
 namespace {
 
-std::vector<Module::Param> placeholder_params(const Graph& g) {
+// forward's parameters: the placeholders' (names and defaults, in order) as
+// recompile's plan found them, or, for a graph traced with structured
+// concrete_args, the original parameters (torch.fx's
+// _PyTreeCodeGen.gen_fn_def: no defaults).
+std::vector<Module::Param> parameters_of(const Graph& g, const std::vector<std::string>& names,
+                                         const std::vector<std::optional<c10::IValue>>& defaults) {
   std::vector<Module::Param> params;
-  // A graph traced with structured concrete_args takes the original
-  // parameters (torch.fx's _PyTreeCodeGen.gen_fn_def: no defaults).
   if (const auto& info = g.pytree_info()) {
     for (const auto& name : info->orig_args)
       if (name != "self") params.emplace_back(name);
     return params;
   }
-  for (Node* n : g.nodes()) {
-    if (n->op() != Op::placeholder) continue;
-    if (n->args().empty())
-      params.emplace_back(n->target().str());
+  params.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (defaults[i])
+      params.emplace_back(names[i], Value(*defaults[i]));
     else
-      params.emplace_back(n->target().str(), Value(to_ivalue(n->args()[0])));
+      params.emplace_back(names[i]);
   }
   return params;
 }
@@ -175,7 +178,7 @@ struct GraphModule::MemoScope {
 };
 
 GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string class_name)
-    : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
+    : Module(std::move(class_name), {}),  // recompile() sets forward's parameters
       graph_(std::move(graph)) {
   if (!graph_) throw Error("GraphModule: the graph is null");
   train(root.is_training());  // torch.fx: self.training = root.training (no children yet: only this flag)
@@ -192,7 +195,7 @@ GraphModule::GraphModule(Module& root, std::unique_ptr<Graph> graph, std::string
 
 GraphModule::GraphModule(const std::map<std::string, Attr>& root, std::unique_ptr<Graph> graph,
                          std::string class_name)
-    : Module(std::move(class_name), graph ? placeholder_params(*graph) : std::vector<Param>{}),
+    : Module(std::move(class_name), {}),  // recompile() sets forward's parameters
       graph_(std::move(graph)) {
   if (!graph_) throw Error("GraphModule: the graph is null");
   std::vector<const std::string*> targets;  // each once (interned: the strings outlive this loop)
@@ -522,7 +525,6 @@ void GraphModule::recompile() {
   MemoScope memo(*this);
   graph_->lint();
   code_ = graph_->python_code("self").src;
-  set_forward_params(placeholder_params(*graph_));
 
   auto plan = std::make_unique<Plan>();
   std::vector<Node*> order = graph_->nodes().to_vector();
@@ -620,6 +622,7 @@ void GraphModule::recompile() {
                   n->target().str() + ") cannot run: " + e.what());
     }
   }
+  set_forward_params(parameters_of(*graph_, plan->input_names, plan->defaults));
   plan_ = std::move(plan);
 }
 
