@@ -155,6 +155,7 @@ class Graph {
     std::span<Node* const> operator[](size_t i) const {
       return {nodes_.data() + end_[i + 1], end_[i] - end_[i + 1]};
     }
+    size_t size() const { return end_.empty() ? 0 : end_.size() - 1; }  // of the order given
 
    private:
     friend class Graph;
@@ -198,6 +199,10 @@ class Graph {
   std::string to_string() const;
   // The generated `forward`, exactly as torch.fx's `graph.python_code(root_module).src`.
   PythonCode python_code(std::string_view root_module = "self") const;
+  // The same, for a caller that has the graph's nodes in order and their
+  // last_uses already (GraphModule::recompile needs them too).
+  PythonCode python_code(std::string_view root_module, const std::vector<Node*>& order,
+                         const LastUses& dies_at) const;
   // The table of `graph.print_tabular()`: opcode, name, target, args, kwargs.
   std::string print_tabular() const;
 
@@ -291,7 +296,14 @@ class Graph::NodeList {
   iterator end() const;
   NodeList reversed() const { return NodeList(g_, !reverse_); }
   size_t size() const { return g_->size(); }
-  std::vector<Node*> to_vector() const { return {begin(), end()}; }
+  // One walk: constructing from the iterators would walk the list twice
+  // (to count, then to copy), and each step can be a cache miss.
+  std::vector<Node*> to_vector() const {
+    std::vector<Node*> out;
+    out.reserve(size());
+    for (Node* n : *this) out.push_back(n);
+    return out;
+  }
 
  private:
   const Graph* g_;

@@ -230,7 +230,12 @@ class Node::UserRange {
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   bool contains(const Node* n) const;
-  std::vector<Node*> to_vector() const { return {begin(), end()}; }
+  std::vector<Node*> to_vector() const {  // one walk of the list, not two
+    std::vector<Node*> out;
+    out.reserve(n_);
+    for (Node* n : *this) out.push_back(n);
+    return out;
+  }
 
  private:
   const Use* head_;

@@ -64,7 +64,7 @@ class CodeNames final : public detail::NodeNamer {
     // A node of another graph, or erased, is named through the table.
     if (&n->graph() != &graph_ || n->erased()) return ns_.create_name(n->name(), n);
     uint64_t& mark = mark_of_(n);
-    if (mark == epoch_) return renamed(n);
+    if (mark == epoch_) return named(n);
     if (ns_.keeps(n->name(), n)) {
       mark = epoch_;
       return n->name();
@@ -122,8 +122,8 @@ class CodeNames final : public detail::NodeNamer {
   std::vector<std::pair<std::string, std::string>> take_globals() { return std::move(globals_); }
 
  private:
-  // A named node's name: its own, unless the table renamed it.
-  std::string renamed(const Node* n) const {
+  // The name of a node named already: its own, unless the table renamed it.
+  std::string named(const Node* n) const {
     return ns_.has_object(n) ? ns_.create_name(n->name(), n) : n->name();
   }
 
@@ -136,18 +136,19 @@ class CodeNames final : public detail::NodeNamer {
     return it != by_name_.end() && mark_of_(it->second) == epoch_ && !ns_.has_object(it->second);
   }
 
-  const Graph& graph_;
-  const std::vector<Node*>& order_;
-  uint64_t epoch_;
-  MarkOf mark_of_;
-  const detail::Namespace& graph_names_;
-  mutable std::unordered_map<std::string_view, const Node*> by_name_;
   std::string record(std::string name, std::string_view what) {
     for (const auto& g : globals_)
       if (g.first == name) return name;
     globals_.emplace_back(name, std::string(what));
     return name;
   }
+
+  const Graph& graph_;
+  const std::vector<Node*>& order_;
+  uint64_t epoch_;
+  MarkOf mark_of_;
+  const detail::Namespace& graph_names_;
+  mutable std::unordered_map<std::string_view, const Node*> by_name_;
   mutable detail::Namespace ns_;
   std::vector<std::pair<std::string, std::string>> globals_;
 };
@@ -195,9 +196,17 @@ std::string format_fields(const Node* n, const char* fmt, const std::vector<std:
 }  // namespace
 
 PythonCode Graph::python_code(std::string_view root_module) const {
+  const std::vector<Node*> order = nodes().to_vector();
+  return python_code(root_module, order, last_uses(order));
+}
+
+PythonCode Graph::python_code(std::string_view root_module, const std::vector<Node*>& order,
+                              const LastUses& dies_at) const {  // dies_at[i]: freed after the i-th node
+  if (dies_at.size() != order.size())
+    throw Error("python_code: last_uses were computed for " + std::to_string(dies_at.size()) +
+                " nodes, but the order given has " + std::to_string(order.size()) +
+                "; pass last_uses(order) for the same order");
   PythonCode result;
-  std::vector<Node*> order = nodes().to_vector();
-  const LastUses dies_at = last_uses(order);  // freed after the i-th node
   CodeNames names(
       *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->mark_; }, *names_);
 

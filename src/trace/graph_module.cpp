@@ -524,10 +524,11 @@ torch::nn::Module* GraphModule::copy_attr(RootIndex& index, const std::string& p
 void GraphModule::recompile() {
   MemoScope memo(*this);
   graph_->lint();
-  code_ = graph_->python_code("self").src;
+  const std::vector<Node*> order = graph_->nodes().to_vector();
+  const auto dies_at = graph_->last_uses(order);  // to free values early
+  code_ = graph_->python_code("self", order, dies_at).src;
 
   auto plan = std::make_unique<Plan>();
-  std::vector<Node*> order = graph_->nodes().to_vector();
   plan->num_slots = order.size();
   // Room for the usual graph (mostly binary ops) without growing: growth
   // copies, and in this VM every fresh page costs ~12 us.
@@ -535,8 +536,8 @@ void GraphModule::recompile() {
   plan->args.reserve(2 * order.size());
   plan->site_slots.reserve(2 * order.size());
   plan->dead.reserve(order.size());                // a value dies once
-  const auto dies_at = graph_->last_uses(order);   // to free values early
-  const auto position = graph_->positions(order);  // after last_uses, which marks the nodes too
+  const auto position =
+      graph_->positions(order);  // after last_uses and python_code, which mark the nodes too
   // A node's slot is its position; only the nodes inside nested arguments
   // (lists, dicts), read by slot at run time, are kept in slot_of.
   auto slot = [&](const Node* n) {
