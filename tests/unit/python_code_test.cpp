@@ -85,6 +85,17 @@ def forward(self, x):
   EXPECT_EQ(g.python_code().src, expected);  // the graph's names are untouched by generating code
 }
 
+TEST(PythonCode, GivenOrderAndLastUsesMustMatch) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  g.output(g.call_function("torch.relu", {x}));
+  std::vector<fx::Node*> order = g.nodes().to_vector();
+  const auto uses = g.last_uses(order);
+  EXPECT_EQ(g.python_code("self", order, uses).src, g.python_code().src);
+  order.pop_back();
+  EXPECT_THROW(g.python_code("self", order, uses), fx::Error);
+}
+
 TEST(PythonCode, EmptyBodyIsPass) {
   fx::Graph g;
   g.placeholder("x");
