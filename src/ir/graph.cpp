@@ -177,11 +177,14 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
   n->name_ = "<new node>";  // how errors name it until it has a name (short: no allocation)
   try {
     detail::visit_nodes(args, kwargs, [&](Node* in) { n->check_input(in); });
-    n->name_ =
-        names_->create_name(name ? std::string_view(*name)
-                                 : std::string_view(op == Op::call_function ? target.entry()->name_hint
-                                                                            : target.entry()->str_hint),
-                            nullptr);
+    const detail::TargetEntry* e = target.entry();
+    const bool as_function = op == Op::call_function;
+    if (name)
+      n->name_ = names_->create_name(*name, nullptr);
+    else if (as_function ? e->name_hint_plain : e->str_hint_plain)
+      n->name_ = names_->create_plain_name(as_function ? e->name_hint : e->str_hint);
+    else
+      n->name_ = names_->create_name(as_function ? e->name_hint : e->str_hint, nullptr);
   } catch (...) {
     unlink(n);
     n->erased_ = true;

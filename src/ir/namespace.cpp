@@ -69,7 +69,7 @@ void Namespace::add_custom_builtins() {
   for (const auto& b : kCustomBuiltins) create_name(b.name, Target(b.target).entry());
 }
 
-bool Namespace::is_illegal(std::string_view name, const void* obj) const {
+bool Namespace::is_illegal(std::string_view name, const void* obj) {
   if (is_python_keyword(name)) return true;
   if (is_python_builtin(name)) return obj == nullptr || obj != builtin_identity(name);
   for (const auto& b : kCustomBuiltins)
@@ -113,7 +113,10 @@ bool Namespace::taken(const std::string& name, const void* obj) const {
 
 // Takes `name` if it is free: one lookup in used_ for the common case.
 bool Namespace::claim_free(const std::string& name, const void* obj) {
-  if (is_illegal(name, obj)) return false;
+  return !is_illegal(name, obj) && claim_legal(name);
+}
+
+bool Namespace::claim_legal(std::string_view name) {
   if (taken_elsewhere_ && !contains(name) && taken_elsewhere_(name)) return false;
   return take(name);
 }
@@ -130,16 +133,34 @@ bool Namespace::keeps(std::string_view name, const void* obj) const {
   return !is_illegal(name, obj) && !contains(name);
 }
 
+std::string Namespace::normal_form(std::string_view raw) {
+  std::string candidate = sanitize(raw);
+  // A `_<digits>` suffix is re-printed as Python's int() would: `x_007` becomes `x_7`.
+  const size_t us = candidate.rfind('_');
+  if (us != std::string::npos && us + 2 < candidate.size() && candidate[us + 1] == '0' &&
+      std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(), is_ascii_digit)) {
+    const size_t first = candidate.find_first_not_of('0', us + 1);
+    candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
+  }
+  return candidate;
+}
+
+bool Namespace::is_plain(std::string_view normal) { return !normal.empty() && !is_illegal(normal, nullptr); }
+
+std::string Namespace::create_plain_name(std::string_view normal) {
+  if (claim_legal(normal)) return std::string(normal);
+  return create_name(normal, nullptr);
+}
+
 std::string Namespace::create_name(std::string_view raw, const void* obj) {
   if (obj != nullptr) {
     if (auto known = names_of_.find(obj)) return std::string(name_at(*known));
   }
-  std::string candidate = sanitize(raw);
+  std::string candidate = normal_form(raw);
   if (candidate.empty())
     throw GraphError("invalid node name '" + std::string(raw) + "': a name must not be empty");
 
-  // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$; the number is
-  // re-printed as Python's int() would, so `x_007` becomes `x_7`.
+  // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$.
   size_t us = candidate.rfind('_');
   bool has_suffix =
       us != std::string::npos && us + 1 < candidate.size() &&
@@ -152,10 +173,6 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
       claimed = true;
     }
   } else {
-    if (candidate[us + 1] == '0' && candidate.size() > us + 2) {  // leading zeros
-      const size_t first = candidate.find_first_not_of('0', us + 1);
-      candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
-    }
     claimed = claim_free(candidate, obj);
     if (!claimed) {
       const std::string base = candidate.substr(0, us);

@@ -27,6 +27,16 @@ class Namespace {
   // null: asking again for the same obj returns the same name).
   std::string create_name(std::string_view candidate, const void* obj);
 
+  // What create_name tries first for `raw`: sanitized, a `_N` suffix without
+  // leading zeros. create_name(normal_form(raw), obj) == create_name(raw, obj).
+  static std::string normal_form(std::string_view raw);
+  // Whether a name in normal form is a legal name for no object (no keyword,
+  // no builtin): then create_plain_name may skip those checks.
+  static bool is_plain(std::string_view normal);
+  // create_name(normal, nullptr) for a name that is_plain: graph nodes are
+  // named from their target's hint, whose form is settled once per target.
+  std::string create_plain_name(std::string_view normal);
+
   // Room for n names (and n objects) without growing.
   void reserve(size_t n) {
     used_.reserve(n);
@@ -63,8 +73,9 @@ class Namespace {
  private:
   bool taken(const std::string& name, const void* obj) const;
   bool claim_free(const std::string& name, const void* obj);
+  bool claim_legal(std::string_view name);  // takes name unless taken, here or elsewhere
   std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
-  bool is_illegal(std::string_view name, const void* obj) const;
+  static bool is_illegal(std::string_view name, const void* obj);
   bool is_taken_elsewhere(std::string_view name) const { return taken_elsewhere_ && taken_elsewhere_(name); }
 
   // Marks `name` taken, stored as the last entry; false if it already was.

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "flat_map.h"
+#include "namespace.h"
 #include "python_names.h"
 #include "target_entry.h"
 
@@ -69,9 +70,11 @@ void describe(TargetEntry& e) {
   // FX's codegen names a global from the function's real module: `_operator.not_`.
   e.code_name = e.is_builtin ? e.py_name : e.py_module == "_operator" ? "_operator." + e.py_name : e.name;
   e.from_torch = e.py_module == "torch" || e.py_module.starts_with("torch.");
-  e.name_hint = detail::snake_case(e.py_name);
+  e.name_hint = detail::Namespace::normal_form(detail::snake_case(e.py_name));
+  e.name_hint_plain = detail::Namespace::is_plain(e.name_hint);
   bool magic = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
-  e.str_hint = detail::snake_case(magic ? name.substr(2, name.size() - 4) : name);
+  e.str_hint = detail::Namespace::normal_form(detail::snake_case(magic ? name.substr(2, name.size() - 4) : name));
+  e.str_hint_plain = detail::Namespace::is_plain(e.str_hint);
   for (auto s : kSideEffects)
     if (s == name) e.side_effects = true;
 }

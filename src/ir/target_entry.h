@@ -12,8 +12,10 @@ struct TargetEntry {
   std::string py_module;                 // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
   std::string py_name;                   // Python's __name__ (`add`, `addmm.default`)
   std::string code_name;                 // the name FX's codegen starts from (builtins lose `builtins.`)
-  std::string name_hint;                 // node-name candidate as a function: snake_case(py_name)
-  std::string str_hint;                  // node-name candidate as a string target: snake_case, `__x__` -> `x`
+  // Node-name candidates in Namespace::normal_form, and whether each is_plain:
+  std::string name_hint;                 // as a function: snake_case(py_name)
+  std::string str_hint;                  // as a string target: snake_case, `__x__` -> `x`
+  bool name_hint_plain = false, str_hint_plain = false;
   const char* magic_format = nullptr;    // `{} + {}` for operator.add
   const char* inplace_format = nullptr;  // `{} += {}` for operator.iadd
   bool is_builtin = false;               // a member of Python's builtins module

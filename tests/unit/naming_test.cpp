@@ -53,6 +53,20 @@ TEST(Naming, AvoidsKeywordsBuiltinsAndFxGlobals) {
                                       "device_1", "inf_1", "print_1", "sum_2"}));
 }
 
+TEST(Naming, TargetHintsThatAreTakenOrIllegalCountUp) {
+  // A target's hint is settled once (normal form, legal or not); a taken or
+  // illegal one still takes FX's search.
+  fx::Graph g;
+  g.placeholder("_0");
+  for (const char* t : {"0", "1", "seq.007", "seq.7", "0"}) g.call_module(t, {});
+  g.call_function("torch.relu", {});
+  g.call_function("torch.relu", {});
+  g.call_method("if", {});
+  g.call_method("getattr", {});
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"_0", "_1", "_2", "seq_7", "seq_8", "_3", "relu", "relu_1",
+                                                     "if_1", "getattr_1"}));
+}
+
 TEST(Naming, ManySharedNamesStayLinear) {
   // 200k nodes named `add`: torch.fx 1.13 scans add_1..add_k for each one.
   fx::Graph g;
