@@ -142,8 +142,10 @@ Value Module::call(std::vector<Value> args, ValueKwargs kwargs) {
   // given is not copied (a leaf's forward does not run).
   const bool as_given = binds_as_given(args, kwargs, params_.size());
   std::vector<Value> bound = as_given ? std::vector<Value>{} : bind(args, kwargs);
+  // Two pointers: small enough for std::function to hold without allocating.
+  const std::vector<Value>* forward_args = as_given ? &args : &bound;
   return t->call_module(
-      *this, [&] { return forward(as_given ? args : bound); }, args, kwargs);
+      *this, [this, forward_args] { return forward(*forward_args); }, args, kwargs);
 }
 
 }  // namespace fx
