@@ -29,6 +29,8 @@ class Target {
   Target(std::string_view name);
   Target(const char* name) : Target(std::string_view(name)) {}
   Target(const std::string& name) : Target(std::string_view(name)) {}
+  // The target behind `entry`, another Target's entry(): no lookup.
+  explicit Target(const detail::TargetEntry* entry) : e_(entry) {}
 
   const std::string& str() const;
   operator std::string_view() const { return str(); }

@@ -120,6 +120,8 @@ class Tracer {
   // Fills the three tensor-name maps on the first tensor argument: a model
   // made of leaf modules never needs them.
   void index_tensors();
+  // The interned target of m's path (remembered by m across traces).
+  static Target module_target(const Module& m, std::string_view path);
 
   std::unique_ptr<Graph> graph_;
   Module* root_ = nullptr;

@@ -197,6 +197,29 @@ TEST(Trace, ASecondTraceReusesTheConstantsNames) {
   EXPECT_EQ(m.attributes().size(), 5u);
 }
 
+TEST(Trace, AModuleTracedUnderAnotherPathTakesThatPath) {
+  // A module remembers the target it was last traced under; another root
+  // that holds it at another path must not get the old one.
+  auto shared = std::make_shared<Linear>(2, 2);
+  struct Holder : fx::Module {
+    std::shared_ptr<Linear> leaf;
+    Holder(const std::string& name, std::shared_ptr<Linear> l) : fx::Module("Holder", {"x"}) {
+      leaf = register_module(name, std::move(l));
+    }
+    Value forward(const std::vector<Value>& in) override { return (*leaf)(in[0]); }
+  };
+  Holder a("first", shared), b("second", shared);
+  auto target_of_call = [](fx::Module& root) {
+    auto graph = fx::symbolic_trace_graph(root);
+    for (fx::Node* n : graph->nodes())
+      if (n->op() == fx::Op::call_module) return n->target().str();
+    return std::string();
+  };
+  EXPECT_EQ(target_of_call(a), "first");
+  EXPECT_EQ(target_of_call(b), "second");
+  EXPECT_EQ(target_of_call(a), "first");
+}
+
 TEST(Module, TensorAttributesByName) {
   Linear m(2, 2, /*bias=*/false);
   m.register_parameter("bias", at::Tensor(), /*requires_grad=*/false);  // torch.nn's bias = None

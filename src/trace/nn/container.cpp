@@ -39,14 +39,7 @@ void Sequential::append(std::shared_ptr<Module> m) {
 Value Sequential::forward(const std::vector<Value>& args) {
   Value x = args[0];
   for (size_t i = 0; i < modules_.size(); ++i) {
-    // A long Sequential's modules are out of cache; calling one reads its
-    // vtable pointer and parameter list (Module::call, Tracer::is_leaf_module),
-    // so ask for a later one's ahead of time.
-    if (i + 4 < modules_.size()) {
-      const Module* later = modules_[i + 4].get();
-      __builtin_prefetch(later);
-      __builtin_prefetch(&later->forward_params());
-    }
+    if (i + 4 < modules_.size()) modules_[i + 4]->prefetch_call();
     x = (*modules_[i])(x);
   }
   return x;
