@@ -93,6 +93,9 @@ class Graph {
   // or inserting nodes while iterating is safe.
   NodeList nodes() const;
   size_t size() const { return size_; }
+  // Room for the names of n more nodes without growing the name table (a
+  // builder that knows about how many nodes it makes: growth rehashes).
+  void reserve(size_t n);
   // The output node, or nullptr while the graph has none.
   Node* output_node() const { return output_; }
 

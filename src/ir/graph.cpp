@@ -65,6 +65,8 @@ Graph::Graph() : names_(std::make_unique<detail::Namespace>()) {
 
 Graph::~Graph() = default;
 
+void Graph::reserve(size_t n) { names_->reserve(size_ + n); }
+
 Graph::NodeList::iterator Graph::NodeList::begin() const {
   return iterator(raw_step(g_->root_, reverse_), g_->root_, reverse_);
 }

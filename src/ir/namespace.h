@@ -37,10 +37,9 @@ class Namespace {
   // named from their target's hint, whose form is settled once per target.
   std::string create_plain_name(std::string_view normal);
 
-  // Room for n names (and n objects) without growing.
+  // Room for n names without growing (objects' names are rarer: graph nodes have none).
   void reserve(size_t n) {
     used_.reserve(n);
-    names_of_.reserve(n);
     entries_.reserve(n);
     pool_.reserve(12 * n);
   }

@@ -27,6 +27,8 @@ class ModulePaths {
   // walked a second time.
   explicit ModulePaths(const torch::nn::Module& root);
 
+  size_t size() const { return entries_.size(); }
+
   std::optional<std::string_view> find(const torch::nn::Module* m) const {
     auto i = index_.find(m);
     if (!i) return std::nullopt;

@@ -46,6 +46,7 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
   constant_names_.clear();
   next_constant_ = 0;
   module_paths_ = std::make_unique<detail::ModulePaths>(root);
+  graph_->reserve(module_paths_->size());  // a model of many modules calls most of them
 
   const auto& params = root.forward_params();
   for (const auto& [name, arg] : concrete_args) {

@@ -67,6 +67,16 @@ TEST(Naming, TargetHintsThatAreTakenOrIllegalCountUp) {
                                                      "if_1", "getattr_1"}));
 }
 
+TEST(Naming, ReservingRoomChangesNoName) {
+  fx::Graph g;
+  fx::Node* prev = g.placeholder("x");
+  g.reserve(1000);
+  for (int i = 0; i < 3; ++i) prev = g.call_function("operator.add", {prev, 1});
+  g.reserve(10);  // room beyond the names taken so far
+  g.call_module("0", {prev});
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"x", "add", "add_1", "add_2", "_0"}));
+}
+
 TEST(Naming, ManySharedNamesStayLinear) {
   // 200k nodes named `add`: torch.fx 1.13 scans add_1..add_k for each one.
   fx::Graph g;
