@@ -109,20 +109,23 @@ const Argument* argument(const Node& n, size_t index, std::string_view key) {
 bool is_false(const Argument* a) { return a && a->is<bool>() && !a->get<bool>(); }
 bool is_true(const Argument* a) { return a && a->is<bool>() && a->get<bool>(); }
 
+bool is_functional_dropout(std::string_view module, std::string_view name) {
+  return module == "torch.nn.functional" &&
+         (name == "dropout" || name == "dropout1d" || name == "dropout2d" || name == "dropout3d" ||
+          name == "alpha_dropout" || name == "feature_alpha_dropout");
+}
+bool is_torch_dropout(std::string_view module, std::string_view name) {
+  return module == "torch" && (name == "dropout" || name == "alpha_dropout" || name == "feature_dropout" ||
+                               name == "feature_alpha_dropout");
+}
+
 // F.dropout & co. are random unless their training argument is a literal False.
-std::optional<Impurity> dropout_impurity(const Node& n, std::string_view module, std::string_view name) {
-  if (module == "torch.nn.functional" &&
-      (name == "dropout" || name == "dropout1d" || name == "dropout2d" || name == "dropout3d" ||
-       name == "alpha_dropout" || name == "feature_alpha_dropout")) {
-    // F.dropout(input, p=0.5, training=True, inplace=False)
-    return is_false(argument(n, 2, "training")) ? Impurity::none : Impurity::random;
-  }
-  if (module == "torch" && (name == "dropout" || name == "alpha_dropout" || name == "feature_dropout" ||
-                            name == "feature_alpha_dropout")) {
-    return is_false(argument(n, 2, "train")) ? Impurity::none
-                                             : Impurity::random;  // torch.dropout(input, p, train)
-  }
-  return std::nullopt;
+Impurity dropout_impurity(const Node& n) {
+  // F.dropout(input, p=0.5, training=True, inplace=False); torch.dropout(input, p, train)
+  const bool functional = is_functional_dropout(n.target().python_module(), n.target().python_name());
+  const Impurity i = is_false(argument(n, 2, functional ? "training" : "train")) ? Impurity::none : Impurity::random;
+  if (i != Impurity::none && is_true(n.kwarg("inplace"))) return Impurity::in_place;
+  return i;
 }
 
 Impurity aten_name_impurity(std::string_view op) {
@@ -133,17 +136,15 @@ Impurity aten_name_impurity(std::string_view op) {
   return Impurity::none;
 }
 
-Impurity function_impurity(const Node& n) {
-  const Target t = n.target();
+// What calling `t` is, whatever its arguments; nullopt for the dropouts,
+// whose training argument decides (dropout_impurity).
+std::optional<Impurity> target_impurity(const Target& t) {
   std::string_view name = t.str();
   if (name.starts_with("torch.ops.")) return ops_impurity(name);
   std::string_view module = t.python_module(), fn = t.python_name();
   if (module == "_operator" || module == "operator")
     return in(kOperatorInPlace, fn) ? Impurity::in_place : Impurity::none;
-  if (auto d = dropout_impurity(n, module, fn)) {
-    if (*d != Impurity::none && is_true(n.kwarg("inplace"))) return Impurity::in_place;
-    return *d;
-  }
+  if (is_functional_dropout(module, fn) || is_torch_dropout(module, fn)) return std::nullopt;
   if (ends_with_underscore(fn)) return Impurity::in_place;  // torch.relu_, F.relu_, torch.nn.init.normal_
   if (in(kReturnsNone, name)) return Impurity::returns_none;
   if (in(kRandomFunctions, name)) return Impurity::random;
@@ -171,20 +172,29 @@ Impurity module_impurity(const torch::nn::Module* m) {
   return Impurity::none;
 }
 
-// `modules`: a cache of call_module targets, or nullptr.
-Impurity impurity_of(const Node& n, std::unordered_map<Target, const torch::nn::Module*>* modules) {
+// `cache`: what is known of targets already, or nullptr.
+Impurity impurity_of(const Node& n, PurityCache::Targets* cache) {
   if (n.is_impure()) return Impurity::side_effect;
   Impurity i = Impurity::none;
   switch (n.op()) {
-    case Op::call_function:
-      i = function_impurity(n);
+    case Op::call_function: {
+      std::optional<Impurity> known;
+      if (cache) {
+        auto [it, inserted] = cache->functions.try_emplace(n.target());
+        if (inserted) it->second = target_impurity(n.target());
+        known = it->second;
+      } else {
+        known = target_impurity(n.target());
+      }
+      i = known ? *known : dropout_impurity(n);
       break;
+    }
     case Op::call_method:
       i = method_impurity(n);
       break;
     case Op::call_module: {
-      if (!modules) return module_impurity(module_of(n));
-      auto [it, inserted] = modules->try_emplace(n.target(), nullptr);
+      if (!cache) return module_impurity(module_of(n));
+      auto [it, inserted] = cache->modules.try_emplace(n.target(), nullptr);
       if (inserted) it->second = module_of(n);
       return module_impurity(it->second);
     }
@@ -201,7 +211,7 @@ Impurity impurity_of(const Node& n, std::unordered_map<Target, const torch::nn::
 }  // namespace
 
 Impurity impurity(const Node& n) { return impurity_of(n, nullptr); }
-Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &modules_); }
+Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &targets_); }
 
 std::string_view impurity_name(Impurity i) {
   switch (i) {

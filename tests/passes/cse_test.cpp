@@ -152,6 +152,21 @@ TEST(CSE, BannedOps) {
   EXPECT_EQ(with_fx_list->size(), 5u);
 }
 
+// One target, two answers: a dropout's training argument decides per call.
+TEST(CSE, DropoutInTrainingIsRandomAndOutOfItIsPure) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  const fx::Target dropout("torch.nn.functional.dropout");
+  fx::Node* t1 = g.call_function(dropout, {x, 0.5, true});
+  fx::Node* t2 = g.call_function(dropout, {x, 0.5, true});
+  fx::Node* e1 = g.call_function(dropout, {x, 0.5, false});
+  fx::Node* e2 = g.call_function(dropout, {x, 0.5, false});
+  g.output(fx::tuple({t1, t2, e1, e2}));
+  EXPECT_TRUE(fx::passes::cse(g));
+  EXPECT_EQ(g.size(), 5u);  // x, dropout, dropout_1, dropout_2, output
+  EXPECT_EQ(g.output_node()->format_node(), "return (dropout, dropout_1, dropout_2, dropout_2)");
+}
+
 // Values of different kinds stay apart: 1, 1.0 and true.
 TEST(CSE, KindsOfConstants) {
   fx::Graph g;

@@ -18,6 +18,7 @@
 #include <fx/node.h>
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -44,16 +45,22 @@ inline bool is_impure(const Node& n) { return impurity(n) != Impurity::none; }
 
 std::string_view impurity_name(Impurity i);
 
-// impurity() for a pass that visits many nodes of one graph: each
-// call_module target's module is looked up once (by interned target), not
-// once per node.
+// impurity() for a pass that visits many nodes of one graph: what a
+// call_function target is (its name decides, but for a dropout's training
+// argument) and each call_module target's module are found once per
+// interned target, not once per node.
 class PurityCache {
  public:
   Impurity impurity(const Node& n);
   bool is_impure(const Node& n) { return impurity(n) != Impurity::none; }
 
+  struct Targets {
+    std::unordered_map<Target, std::optional<Impurity>> functions;  // nullopt: the arguments decide
+    std::unordered_map<Target, const torch::nn::Module*> modules;
+  };
+
  private:
-  std::unordered_map<Target, const torch::nn::Module*> modules_;
+  Targets targets_;
 };
 
 }  // namespace fx::passes
