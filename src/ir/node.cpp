@@ -184,15 +184,32 @@ std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::fu
   return chosen;
 }
 
+// As set_inputs with old_input swapped for new_input, but only the arguments
+// that hold old_input are rebuilt (a pass like CSE does this once per merged
+// node). The users lists are relinked as set_inputs relinks them.
 void Node::replace_input_with(Node* old_input, Node* new_input) {
+  if (erased_) throw GraphError("node " + quoted(this) + " was erased; its arguments cannot be set");
+  auto holds_old = [&](const Argument& a) {
+    bool held = false;
+    detail::visit_nodes(a, [&](Node* n) { held = held || n == old_input; });
+    return held;
+  };
   auto swap = [&](Node* n) -> Argument { return n == old_input ? new_input : n; };
-  Args args;
-  args.reserve(args_.size());
-  for (const auto& a : args_) args.push_back(map_arg(a, swap));
-  Kwargs kwargs;
-  kwargs.reserve(kwargs_.size());
-  for (const auto& [k, v] : kwargs_) kwargs.emplace_back(k, map_arg(v, swap));
-  set_inputs(std::move(args), std::move(kwargs));
+  // Made before anything changes: all or nothing.
+  std::vector<std::pair<Argument*, Argument>> changes;
+  auto plan = [&](Argument& a) {
+    if (Node* n = a.node()) {
+      if (n == old_input) changes.emplace_back(&a, Argument(new_input));
+    } else if (holds_old(a)) {  // a list, tuple, dict or slice holding it
+      changes.emplace_back(&a, map_arg(a, swap));
+    }
+  };
+  for (auto& a : args_) plan(a);
+  for (auto& kv : kwargs_) plan(kv.second);
+  if (!changes.empty()) check_input(new_input);
+  unlink_uses();
+  for (auto& [slot, value] : changes) *slot = std::move(value);
+  link_uses();
 }
 
 bool Node::is_impure() const {

@@ -64,6 +64,31 @@ TEST(GraphEdit, ReplaceAllUsesWithFilterAndMeta) {
   EXPECT_EQ(y->num_users(), 2u);
 }
 
+TEST(GraphEdit, ReplaceInputWithReachesNestedArgumentsAndKwargs) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* y = g.placeholder("y");
+  fx::Node* z = g.placeholder("z");
+  fx::Node* cat = g.call_function("torch.cat", {fx::List{{x, z, x}}}, {{"dim", 0}});
+  fx::Node* add = g.call_function("torch.add", {z, 1}, {{"other", x}, {"alpha", 2}});
+  fx::Node* later = g.call_function("torch.neg", {cat});
+  cat->replace_input_with(x, y);
+  add->replace_input_with(x, y);
+  EXPECT_EQ(cat->format_node(), "%cat : [num_users=1] = call_function[target=torch.cat](args = ([%y, %z, %y],), kwargs = {dim: 0})");
+  EXPECT_EQ(add->format_node(), "%add : [num_users=0] = call_function[target=torch.add](args = (%z, 1), kwargs = {other: %y, alpha: 2})");
+  EXPECT_EQ(x->num_users(), 0u);
+  EXPECT_EQ(y->num_users(), 2u);
+  EXPECT_EQ(z->num_users(), 2u);
+  add->replace_input_with(x, y);  // holds no x: nothing changes
+  EXPECT_EQ(y->num_users(), 2u);
+  // A replacement defined after the user is refused, and nothing changes.
+  EXPECT_THROW(cat->replace_input_with(z, later), fx::GraphError);
+  EXPECT_EQ(cat->format_node(), "%cat : [num_users=1] = call_function[target=torch.cat](args = ([%y, %z, %y],), kwargs = {dim: 0})");
+  EXPECT_EQ(later->num_users(), 0u);
+  g.output(later);
+  g.lint();
+}
+
 TEST(GraphEdit, InsertingBeforeAndAfterLikeFx) {
   fx::Graph g;
   fx::Node* x = g.placeholder("x");
