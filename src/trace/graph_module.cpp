@@ -565,6 +565,8 @@ void GraphModule::recompile() {
     return s;
   };
   auto end_of = [](const auto& all) { return static_cast<uint32_t>(all.size()); };
+  // Each target resolved once (the runtime's registry locks and hashes the name).
+  std::unordered_map<const void*, std::shared_ptr<const Callable>> functions, methods;
   std::vector<SiteArg> site;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
@@ -594,8 +596,12 @@ void GraphModule::recompile() {
       step.kwargs.begin = end_of(plan->kwargs);
       for (const auto& [k, v] : n->kwargs()) plan->kwargs.emplace_back(k, source(v));
       step.kwargs.end = end_of(plan->kwargs);
-      if (n->op() == Op::call_function) step.fn = resolve_function(n->target());
-      if (n->op() == Op::call_method) step.fn = resolve_method(n->target().str());
+      if (n->op() == Op::call_function || n->op() == Op::call_method) {
+        auto& known = (n->op() == Op::call_function ? functions : methods)[n->target().entry()];
+        if (!known)
+          known = n->op() == Op::call_function ? resolve_function(n->target()) : resolve_method(n->target().str());
+        step.fn = known;
+      }
       if (step.fn && n->kwargs().empty()) {
         site.clear();
         for (const auto& a : step.args.of(plan->args))
