@@ -175,9 +175,8 @@ std::string format_target(std::string base, std::string_view target) {
   }
 }
 
-// str.format with positional `{}` fields; extra values are ignored, as in Python.
-std::string format_fields(const Node* n, const char* fmt, const std::vector<std::string>& values) {
-  std::string out;
+// out += str.format with positional `{}` fields; extra values are ignored, as in Python.
+void append_fields(std::string& out, const Node* n, const char* fmt, const std::vector<std::string>& values) {
   size_t next = 0;
   for (const char* p = fmt; *p; ++p) {
     if (p[0] == '{' && p[1] == '}') {
@@ -190,7 +189,6 @@ std::string format_fields(const Node* n, const char* fmt, const std::vector<std:
       out += *p;
     }
   }
-  return out;
 }
 
 }  // namespace
@@ -227,6 +225,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
   std::vector<std::string> free_vars;
   std::vector<std::string> wrapped;
   std::string return_annotation;
+  std::vector<std::string> values;  // the arguments' text, for a `{} + {}` format
   std::string body;
   // Most statements, indented, are shorter: growing a large string by
   // doubling copies it and faults in fresh pages at every step.
@@ -254,13 +253,14 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
       case Op::call_function: {
         const detail::TargetEntry* e = n->target_.entry();
         if (e->magic_format || e->inplace_format) {
-          std::vector<std::string> values;
+          values.clear();  // one vector for every node: no allocation per node
           for (const auto& a : n->args_) values.push_back(reprs(a));
           if (e->magic_format) {
-            cat(body, {names.name_of(n), type, " = ", format_fields(n, e->magic_format, values)});
+            cat(body, {names.name_of(n), type, " = "});
+            append_fields(body, n, e->magic_format, values);
           } else {
-            cat(body, {format_fields(n, e->inplace_format, values), ";  ", names.name_of(n), type, " = ",
-                       values.at(0)});
+            append_fields(body, n, e->inplace_format, values);
+            cat(body, {";  ", names.name_of(n), type, " = ", values.at(0)});
           }
           break;
         }
