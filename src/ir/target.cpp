@@ -73,7 +73,8 @@ void describe(TargetEntry& e) {
   e.name_hint = detail::Namespace::normal_form(detail::snake_case(e.py_name));
   e.name_hint_plain = detail::Namespace::is_plain(e.name_hint);
   bool magic = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
-  e.str_hint = detail::Namespace::normal_form(detail::snake_case(magic ? name.substr(2, name.size() - 4) : name));
+  e.str_hint =
+      detail::Namespace::normal_form(detail::snake_case(magic ? name.substr(2, name.size() - 4) : name));
   e.str_hint_plain = detail::Namespace::is_plain(e.str_hint);
   for (auto s : kSideEffects)
     if (s == name) e.side_effects = true;

@@ -123,7 +123,8 @@ bool is_torch_dropout(std::string_view module, std::string_view name) {
 Impurity dropout_impurity(const Node& n) {
   // F.dropout(input, p=0.5, training=True, inplace=False); torch.dropout(input, p, train)
   const bool functional = is_functional_dropout(n.target().python_module(), n.target().python_name());
-  const Impurity i = is_false(argument(n, 2, functional ? "training" : "train")) ? Impurity::none : Impurity::random;
+  const Impurity i =
+      is_false(argument(n, 2, functional ? "training" : "train")) ? Impurity::none : Impurity::random;
   if (i != Impurity::none && is_true(n.kwarg("inplace"))) return Impurity::in_place;
   return i;
 }

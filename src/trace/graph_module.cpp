@@ -599,7 +599,8 @@ void GraphModule::recompile() {
       if (n->op() == Op::call_function || n->op() == Op::call_method) {
         auto& known = (n->op() == Op::call_function ? functions : methods)[n->target().entry()];
         if (!known)
-          known = n->op() == Op::call_function ? resolve_function(n->target()) : resolve_method(n->target().str());
+          known = n->op() == Op::call_function ? resolve_function(n->target())
+                                               : resolve_method(n->target().str());
         step.fn = known;
       }
       if (step.fn && n->kwargs().empty()) {

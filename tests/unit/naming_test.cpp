@@ -63,8 +63,8 @@ TEST(Naming, TargetHintsThatAreTakenOrIllegalCountUp) {
   g.call_function("torch.relu", {});
   g.call_method("if", {});
   g.call_method("getattr", {});
-  EXPECT_EQ(node_names(g), (std::vector<std::string>{"_0", "_1", "_2", "seq_7", "seq_8", "_3", "relu", "relu_1",
-                                                     "if_1", "getattr_1"}));
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"_0", "_1", "_2", "seq_7", "seq_8", "_3", "relu",
+                                                     "relu_1", "if_1", "getattr_1"}));
 }
 
 TEST(Naming, ReservingRoomChangesNoName) {
