@@ -173,6 +173,7 @@ class Node {
   void set_inputs(Args args, Kwargs kwargs);
   void unlink_uses();
   void link_uses();
+  void check_settable() const;  // throws for an erased node
   void check_input(Node* n) const;
   void check_move(Node* x, Node* new_prev, Node* new_next) const;
 

@@ -301,9 +301,19 @@ void Graph::erase_node(Node* n) {
                      " user(s) (" + users + "); replace its uses first (Node::replace_all_uses_with)");
   }
   n->unlink_uses();
-  // As in FX, the erased node keeps the shape of its arguments with None for nodes.
-  for (auto& a : n->args_) a = map_arg(a, [](Node*) { return Argument(); });
-  for (auto& kv : n->kwargs_) kv.second = map_arg(kv.second, [](Node*) { return Argument(); });
+  // As in FX, the erased node keeps the shape of its arguments with None
+  // for nodes; only an argument holding a node changes.
+  auto forget_nodes = [](Argument& a) {
+    if (a.node()) {
+      a = Argument();
+      return;
+    }
+    bool holds_node = false;
+    detail::visit_nodes(a, [&](Node*) { holds_node = true; });
+    if (holds_node) a = map_arg(a, [](Node*) { return Argument(); });
+  };
+  for (auto& a : n->args_) forget_nodes(a);
+  for (auto& kv : n->kwargs_) forget_nodes(kv.second);
   unlink(n);
   bucket_remove(n);
   n->erased_ = true;

@@ -100,8 +100,12 @@ void Node::link_uses() {
   }
 }
 
-void Node::set_inputs(Args args, Kwargs kwargs) {
+void Node::check_settable() const {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; its arguments cannot be set");
+}
+
+void Node::set_inputs(Args args, Kwargs kwargs) {
+  check_settable();
   detail::visit_nodes(args, kwargs, [&](Node* n) { check_input(n); });
   unlink_uses();
   args_ = std::move(args);
@@ -184,31 +188,48 @@ std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::fu
   return chosen;
 }
 
-// As set_inputs with old_input swapped for new_input, but only the arguments
-// that hold old_input are rebuilt (a pass like CSE does this once per merged
-// node). The users lists are relinked as set_inputs relinks them.
+// As set_inputs with old_input swapped for new_input, but in place: a direct
+// argument is swapped, and only an argument holding old_input inside it (a
+// list, a dict) is rebuilt (a pass like CSE does this once per merged node).
+// The users lists are relinked as set_inputs relinks them, as FX does even
+// when nothing changed.
 void Node::replace_input_with(Node* old_input, Node* new_input) {
-  if (erased_) throw GraphError("node " + quoted(this) + " was erased; its arguments cannot be set");
+  check_settable();
+  bool direct = false;
+  bool nested = false;
   auto holds_old = [&](const Argument& a) {
     bool held = false;
     detail::visit_nodes(a, [&](Node* n) { held = held || n == old_input; });
     return held;
   };
-  auto swap = [&](Node* n) -> Argument { return n == old_input ? new_input : n; };
-  // Made before anything changes: all or nothing.
-  std::vector<std::pair<Argument*, Argument>> changes;
-  auto plan = [&](Argument& a) {
-    if (Node* n = a.node()) {
-      if (n == old_input) changes.emplace_back(&a, Argument(new_input));
-    } else if (holds_old(a)) {  // a list, tuple, dict or slice holding it
-      changes.emplace_back(&a, map_arg(a, swap));
-    }
+  auto find = [&](const Argument& a) {
+    if (Node* n = a.node())
+      direct = direct || n == old_input;
+    else
+      nested = nested || holds_old(a);
   };
-  for (auto& a : args_) plan(a);
-  for (auto& kv : kwargs_) plan(kv.second);
-  if (!changes.empty()) check_input(new_input);
+  for (const auto& a : args_) find(a);
+  for (const auto& kv : kwargs_) find(kv.second);
+  if (direct || nested) check_input(new_input);
+  // The rebuilt holders are made before anything changes: all or nothing.
+  std::vector<std::pair<Argument*, Argument>> rebuilt;
+  auto rebuild = [&](Argument& a) {
+    if (!a.node() && holds_old(a))
+      rebuilt.emplace_back(&a, map_arg(a, [&](Node* n) -> Argument { return n == old_input ? new_input : n; }));
+  };
+  if (nested) {
+    for (auto& a : args_) rebuild(a);
+    for (auto& kv : kwargs_) rebuild(kv.second);
+  }
   unlink_uses();
-  for (auto& [slot, value] : changes) *slot = std::move(value);
+  auto swap = [&](Argument& a) {
+    if (a.node() == old_input) a = Argument(new_input);
+  };
+  if (direct) {
+    for (auto& a : args_) swap(a);
+    for (auto& kv : kwargs_) swap(kv.second);
+  }
+  for (auto& [slot, value] : rebuilt) *slot = std::move(value);
   link_uses();
 }
 
