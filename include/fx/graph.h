@@ -237,6 +237,9 @@ class Graph {
   Node* output_ = nullptr;
   mutable uint64_t mark_epoch_ = 0;
   std::unique_ptr<detail::Namespace> names_;
+  // Whether every node name is in normal form (as create_name returns it),
+  // so that python_code need not check it: only Node::set_name can break it.
+  bool names_normal_ = true;
   struct BucketKey {
     Op op;
     const void* target;

@@ -53,25 +53,45 @@ class CodeNames final : public detail::NodeNamer {
  public:
   using MarkOf = uint64_t& (*)(const Node*);
   CodeNames(const Graph& graph, const std::vector<Node*>& order, uint64_t epoch, MarkOf mark_of,
-            const detail::Namespace& graph_names)
-      : graph_(graph), order_(order), epoch_(epoch), mark_of_(mark_of), graph_names_(graph_names) {
+            const detail::Namespace& graph_names, bool names_normal)
+      : graph_(graph),
+        order_(order),
+        epoch_(epoch),
+        mark_of_(mark_of),
+        graph_names_(graph_names),
+        names_normal_(names_normal) {
     ns_.add_custom_builtins();
     ns_.set_taken_elsewhere([this](std::string_view name) { return kept_by_a_node(name); });
     for (const char* b : {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
       globals_.emplace_back(b, b);
   }
-  std::string name_of(const Node* n) const override {
+  void append_name(std::string& out, const Node* n) const override {
     // A node of another graph, or erased, is named through the table.
-    if (&n->graph() != &graph_ || n->erased()) return ns_.create_name(n->name(), n);
-    uint64_t& mark = mark_of_(n);
-    if (mark == epoch_) return named(n);
-    if (ns_.keeps(n->name(), n)) {
-      mark = epoch_;
-      return n->name();
+    if (&n->graph() != &graph_ || n->erased()) {
+      out += ns_.create_name(n->name(), n);
+      return;
     }
-    std::string name = ns_.create_name(n->name(), n);
+    uint64_t& mark = mark_of_(n);
+    if (mark == epoch_) {  // named already: its own name, unless the table renamed it
+      if (renamed_ == 0 || !ns_.has_object(n))
+        out += n->name();
+      else
+        out += ns_.create_name(n->name(), n);
+      return;
+    }
+    if (names_normal_ ? ns_.keeps_plain(n->name()) : ns_.keeps(n->name(), n)) {
+      mark = epoch_;
+      out += n->name();
+      return;
+    }
+    out += ns_.create_name(n->name(), n);
+    ++renamed_;
     mark = epoch_;  // after: while it is named, its own name is not taken by it
-    return name;
+  }
+  std::string name_of(const Node* n) const {
+    std::string out;
+    append_name(out, n);
+    return out;
   }
 
   // FX's add_global: torch's own objects keep their qualified name, anything
@@ -122,11 +142,6 @@ class CodeNames final : public detail::NodeNamer {
   std::vector<std::pair<std::string, std::string>> take_globals() { return std::move(globals_); }
 
  private:
-  // The name of a node named already: its own, unless the table renamed it.
-  std::string named(const Node* n) const {
-    return ns_.has_object(n) ? ns_.create_name(n->name(), n) : n->name();
-  }
-
   // Whether `name` is the name of a node of the graph that kept it here.
   bool kept_by_a_node(std::string_view name) const {
     if (!graph_names_.contains(name)) return false;  // no node was ever called that
@@ -148,6 +163,8 @@ class CodeNames final : public detail::NodeNamer {
   uint64_t epoch_;
   MarkOf mark_of_;
   const detail::Namespace& graph_names_;
+  const bool names_normal_;     // every node name is in normal form (Graph::names_normal_)
+  mutable size_t renamed_ = 0;  // nodes of this graph the table renamed
   mutable std::unordered_map<std::string_view, const Node*> by_name_;
   mutable detail::Namespace ns_;
   std::vector<std::pair<std::string, std::string>> globals_;
@@ -159,36 +176,48 @@ void cat(std::string& out, std::initializer_list<std::string_view> parts) {
 }
 
 // torch.fx.graph._format_target: `self.layer1.0` -> `getattr(self.layer1, "0")`.
-std::string format_target(std::string base, std::string_view target) {
-  size_t start = 0;
-  while (true) {
-    size_t dot = target.find('.', start);
-    std::string_view atom = target.substr(start, dot == std::string_view::npos ? dot : dot - start);
-    if (detail::is_identifier(atom)) {
-      base += '.';
-      base += atom;
-    } else {
-      base = "getattr(" + base + ", \"" + std::string(atom) + "\")";
+// out += the attribute path `target` of what append_base() appends. An atom
+// that is not an identifier wraps all before it in a getattr(...), so the
+// openings come first.
+template <class AppendBase>
+void append_format_target(std::string& out, const AppendBase& append_base, std::string_view target) {
+  auto for_each_atom = [&](auto&& f) {
+    for (size_t start = 0;;) {
+      const size_t dot = target.find('.', start);
+      f(target.substr(start, dot == std::string_view::npos ? dot : dot - start));
+      if (dot == std::string_view::npos) return;
+      start = dot + 1;
     }
-    if (dot == std::string_view::npos) return base;
-    start = dot + 1;
-  }
+  };
+  for_each_atom([&](std::string_view atom) {
+    if (!detail::is_identifier(atom)) out += "getattr(";
+  });
+  append_base();
+  for_each_atom([&](std::string_view atom) {
+    if (detail::is_identifier(atom))
+      cat(out, {".", atom});
+    else
+      cat(out, {", \"", atom, "\")"});
+  });
 }
 
-// out += str.format with positional `{}` fields; extra values are ignored, as in Python.
-void append_fields(std::string& out, const Node* n, const char* fmt, const std::vector<std::string>& values) {
+// out += fmt.format(*(repr(a) for a in args)) with positional `{}` fields.
+// Python reprs every argument, the extra ones too: they are named all the same.
+void append_fields(std::string& out, const Node* n, const char* fmt, const Args& args,
+                   const detail::NodeNamer& names) {
   size_t next = 0;
   for (const char* p = fmt; *p; ++p) {
     if (p[0] == '{' && p[1] == '}') {
-      if (next >= values.size())
+      if (next >= args.size())
         throw Error("python_code: node " + quoted(n) + " calls " + n->target().str() + " with " +
-                    std::to_string(values.size()) + " argument(s), too few for `" + fmt + "`");
-      out += values[next++];
+                    std::to_string(args.size()) + " argument(s), too few for `" + fmt + "`");
+      detail::append_repr(out, args[next++], names);
       ++p;
     } else {
       out += *p;
     }
   }
+  for (; next < args.size(); ++next) detail::repr(args[next], names);
 }
 
 }  // namespace
@@ -206,33 +235,40 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
                 "; pass last_uses(order) for the same order");
   PythonCode result;
   CodeNames names(
-      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->mark_; }, *names_);
+      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->mark_; }, *names_, names_normal_);
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
-  auto format_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {
-    std::string out;
+  // Every statement is appended to the body as FX's f-strings evaluate it,
+  // left to right: the order in which nodes are named is FX's.
+  std::string body;
+  auto append_repr = [&](const Argument& a) { detail::append_repr(body, a, names); };
+  auto append_args = [&](const Args& args, size_t skip, const Kwargs& kwargs) {
+    const char* separator = "";
     for (size_t i = skip; i < args.size(); ++i) {
-      if (!out.empty()) out += ", ";
-      out += reprs(args[i]);
+      body += separator;
+      separator = ", ";
+      append_repr(args[i]);
     }
     for (const auto& [k, v] : kwargs) {
-      if (!out.empty()) out += ", ";
-      out += k + " = " + reprs(v);
+      cat(body, {separator, k, " = "});
+      separator = ", ";
+      append_repr(v);
     }
-    return out;
+  };
+  auto append_root_target = [&](const std::string& target) {
+    append_format_target(body, [&] { body += root_module; }, target);
   };
 
   std::vector<std::string> free_vars;
   std::vector<std::string> wrapped;
   std::string return_annotation;
-  std::vector<std::string> values;  // the arguments' text, for a `{} + {}` format
-  std::string body;
   // Most statements, indented, are shorter: growing a large string by
   // doubling copies it and faults in fresh pages at every step.
   body.reserve(68 * order.size() + 256);
   for (size_t i = 0; i < order.size(); ++i) {
     const Node* n = order[i];
-    std::string type = n->type_ ? " : " + names.type_repr(*n->type_) : "";
+    std::string type;  // most nodes have no annotation
+    if (n->type_) type = " : " + names.type_repr(*n->type_);
     const std::string& target = n->target_.str();
     switch (n->op_) {
       case Op::placeholder: {
@@ -241,56 +277,75 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         std::string raw = target;
         std::erase(raw, '*');
         std::string name = names.name_of(n);
-        if (raw != name) body += name + " = " + raw + "\n";
+        if (raw != name) cat(body, {name, " = ", raw, "\n"});
         continue;  // placeholders free nothing
       }
       case Op::call_method:
         if (n->args_.empty())
           throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
-        cat(body, {names.name_of(n), type, " = ", format_target(reprs(n->args_[0]), target), "(",
-                   format_args(n->args_, 1, n->kwargs_), ")"});
+        names.append_name(body, n);
+        cat(body, {type, " = "});
+        append_format_target(body, [&] { append_repr(n->args_[0]); }, target);
+        body += '(';
+        append_args(n->args_, 1, n->kwargs_);
+        body += ')';
         break;
       case Op::call_function: {
         const detail::TargetEntry* e = n->target_.entry();
-        if (e->magic_format || e->inplace_format) {
-          values.clear();  // one vector for every node: no allocation per node
-          for (const auto& a : n->args_) values.push_back(reprs(a));
-          if (e->magic_format) {
-            cat(body, {names.name_of(n), type, " = "});
-            append_fields(body, n, e->magic_format, values);
-          } else {
-            append_fields(body, n, e->inplace_format, values);
-            cat(body, {";  ", names.name_of(n), type, " = ", values.at(0)});
-          }
+        if (e->magic_format) {
+          names.append_name(body, n);
+          cat(body, {type, " = "});
+          append_fields(body, n, e->magic_format, n->args_, names);
           break;
         }
-        std::string fn = names.global(e);
+        if (e->inplace_format) {
+          append_fields(body, n, e->inplace_format, n->args_, names);
+          body += ";  ";
+          names.append_name(body, n);
+          cat(body, {type, " = "});
+          append_repr(n->args_.at(0));
+          break;
+        }
+        std::string fn = names.global(e);  // FX adds the global before naming the node
+        names.append_name(body, n);
+        cat(body, {type, " = "});
         if (fn == "getattr" && n->args_.size() == 2 && n->args_[1].is<std::string>() &&
             detail::is_identifier(n->args_[1].get<std::string>())) {
-          cat(body, {names.name_of(n), type, " = ",
-                     format_target(reprs(n->args_[0]), n->args_[1].get<std::string>())});
+          append_format_target(body, [&] { append_repr(n->args_[0]); }, n->args_[1].get<std::string>());
           break;
         }
-        cat(body, {names.name_of(n), type, " = ", fn, "(", format_args(n->args_, 0, n->kwargs_), ")"});
+        cat(body, {fn, "("});
+        append_args(n->args_, 0, n->kwargs_);
+        body += ')';
         if (const bool* w = n->meta_.get<bool>("is_wrapped"); w && *w) {
           if (std::find(wrapped.begin(), wrapped.end(), fn) == wrapped.end()) wrapped.push_back(fn);
         }
         break;
       }
       case Op::call_module:
-        cat(body, {names.name_of(n), type, " = ", format_target(std::string(root_module), target), "(",
-                   format_args(n->args_, 0, n->kwargs_), ")"});
+        names.append_name(body, n);
+        cat(body, {type, " = "});
+        append_root_target(target);
+        body += '(';
+        append_args(n->args_, 0, n->kwargs_);
+        body += ')';
         break;
       case Op::get_attr:
-        cat(body, {names.name_of(n), type, " = ", format_target(std::string(root_module), target)});
+        names.append_name(body, n);
+        cat(body, {type, " = "});
+        append_root_target(target);
         break;
       case Op::output:
         if (n->type_) return_annotation = " -> " + names.type_repr(*n->type_);
         if (n->args_.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
-        if (pytree_info_)
-          body += "return pytree.tree_unflatten(" + reprs(n->args_[0]) + ", self._out_spec)";
-        else
-          body += "return " + reprs(n->args_[0]);
+        if (pytree_info_) {
+          body += "return pytree.tree_unflatten(";
+          append_repr(n->args_[0]);
+          body += ", self._out_spec)";
+        } else {
+          body += "return ";
+          append_repr(n->args_[0]);
+        }
         body += '\n';
         continue;
     }
@@ -298,7 +353,10 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
       body += '\n';
     } else {
       body += ";  ";
-      for (Node* dead : dies_at[i]) cat(body, {names.name_of(dead), " = "});
+      for (Node* dead : dies_at[i]) {
+        names.append_name(body, dead);
+        body += " = ";
+      }
       body += "None\n";
     }
   }

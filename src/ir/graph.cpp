@@ -285,6 +285,7 @@ void Node::set_name(std::string_view name) {
     throw GraphError("cannot rename node " + quoted(this) + " to '" + wanted +
                      "': the name is taken in this graph, or is not a Python identifier, or is a keyword or "
                      "builtin; choose another name");
+  if (detail::Namespace::normal_form(wanted) != wanted) graph_->names_normal_ = false;  // `x_01`
   name_ = std::move(wanted);
 }
 

@@ -87,6 +87,8 @@ bool Namespace::take(std::string_view name) {
   if (!used_.insert(name, static_cast<uint32_t>(entries_.size()), key_of()).second) return false;
   entries_.push_back(Entry{static_cast<uint32_t>(pool_.size()), static_cast<uint32_t>(name.size())});
   pool_ += name;
+  if (!name.empty())
+    first_and_length_[static_cast<unsigned char>(name[0]) & 127] |= 1u << std::min<size_t>(name.size(), 31);
   return true;
 }
 
@@ -121,7 +123,10 @@ bool Namespace::claim_legal(std::string_view name) {
   return take(name);
 }
 
-bool Namespace::contains(std::string_view name) const { return used_.find(name, key_of()).has_value(); }
+bool Namespace::contains(std::string_view name) const {
+  if (name.empty()) return used_.find(name, key_of()).has_value();
+  return in_masks(first_and_length_, name) && used_.find(name, key_of()).has_value();
+}
 
 bool Namespace::keeps(std::string_view name, const void* obj) const {
   if (name.empty() || is_ascii_digit(name[0]) || !std::all_of(name.begin(), name.end(), is_name_char))

@@ -6,6 +6,8 @@
 // remembered suffix per base name, so naming n nodes `add` is O(n) instead of
 // FX's O(n^2), with identical results.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -52,6 +54,9 @@ class Namespace {
 
   // Whether `name` was taken here.
   bool contains(std::string_view name) const;
+  // keeps(name, obj) for a name known to be in normal form and legal for
+  // any object: every name a graph gave its nodes itself.
+  bool keeps_plain(std::string_view name) const { return !contains(name); }
 
   // Whether create_name(name, obj) would return `name` itself, for an obj
   // not named yet: `name` is already in normal form, legal for obj, and not
@@ -90,6 +95,15 @@ class Namespace {
   struct Entry {
     uint32_t offset, size;
   };
+  // Bit n of first_and_length_[c] is set once a name of length n (31: 31
+  // or more) starting with c (modulo 128) is taken. A code namespace holds
+  // few names (globals, renamed nodes), and most lookups end here without
+  // hashing the name.
+  using LengthMasks = std::array<uint32_t, 128>;
+  static bool in_masks(const LengthMasks& m, std::string_view name) {
+    return m[static_cast<unsigned char>(name[0]) & 127] >> std::min<size_t>(name.size(), 31) & 1;
+  }
+  LengthMasks first_and_length_{};
   std::string pool_;
   std::vector<Entry> entries_;
   IndexSet used_;                                               // the taken names

@@ -15,7 +15,7 @@ namespace fx::detail {
 namespace {
 class PlainNames final : public NodeNamer {
  public:
-  std::string name_of(const Node* n) const override { return n->name(); }
+  void append_name(std::string& out, const Node* n) const override { out += n->name(); }
 };
 
 template <class... F>
@@ -252,10 +252,13 @@ void append_repr(std::string& out, const Argument& a, const NodeNamer& names) {
   std::visit(Overloaded{
                  [&](const NoneType&) { out += "None"; },
                  [&](bool b) { out += b ? "True" : "False"; },
-                 [&](int64_t i) { out += std::to_string(i); },
+                 [&](int64_t i) {
+                   char digits[24];
+                   out.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
+                 },
                  [&](double d) { out += repr_float(d); },
                  [&](const std::string& s) { out += repr_string(s); },
-                 [&](Node* n) { out += names.name_of(n); },
+                 [&](Node* n) { names.append_name(out, n); },
                  [&](const Tuple& t) {
                    out += '(';
                    seq(t.items);

@@ -13,7 +13,9 @@ namespace fx::detail {
 class NodeNamer {
  public:
   virtual ~NodeNamer() = default;
-  virtual std::string name_of(const Node* n) const = 0;
+  // out += the node's name: most names are appended many times, and a
+  // string returned for each would be copied again.
+  virtual void append_name(std::string& out, const Node* n) const = 0;
 };
 // Spells each node by its graph name.
 const NodeNamer& plain_names();

@@ -113,6 +113,25 @@ TEST(Naming, SetNameIsExactAndChecked) {
   EXPECT_EQ(x->name(), "x");
 }
 
+// A name set by hand need not be in the form FX's namespace gives: the
+// code spells it as torch.fx 1.13 does (expected text printed by it for the
+// same graph, the names assigned to node.name).
+TEST(Naming, CodeRespellsNamesSetByHand) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* a = g.call_function("operator.add", {x, 1});
+  a->set_name("add_007");  // printed add_7
+  fx::Node* b = g.call_function("operator.mul", {a, a});
+  b->set_name("add_7");  // free in the graph, taken in the code by a
+  fx::Node* c = g.call_function("torch.relu", {b});
+  c->set_name("caf\u00e9");  // an identifier, but not ASCII
+  g.output(c);
+  EXPECT_EQ(g.python_code().src,
+            "\n\n\ndef forward(self, x):\n    add_7 = x + 1;  x = None\n"
+            "    add_8 = add_7 * add_7;  add_7 = None\n    caf_ = torch.relu(add_8);  add_8 = None\n"
+            "    return caf_\n    ");
+}
+
 // The first and last of each table, the shortest and longest, and names
 // one letter off them: the tables are searched behind a filter on the
 // first letter and the length.
