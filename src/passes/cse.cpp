@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <unordered_set>
+#include <vector>
 
 #include "copy_graph.h"
 
@@ -69,17 +70,36 @@ bool same_signature(const Node* a, const Node* b) {
          a->kwargs() == b->kwargs();
 }
 
-struct Entry {
-  size_t hash;
-  Node* node;
-};
-struct EntryHash {
-  size_t operator()(const Entry& e) const noexcept { return e.hash; }
-};
-struct EntryEq {
-  bool operator()(const Entry& a, const Entry& b) const {
-    return a.hash == b.hash && same_signature(a.node, b.node);
+// The candidates kept so far, by signature: open addressing in one array
+// sized for every candidate (no allocation per node, as a node-based hash
+// set makes).
+class SignatureTable {
+ public:
+  explicit SignatureTable(size_t capacity)
+      : shift_(64 - std::bit_width(2 * capacity + 1)), slots_(size_t{1} << (64 - shift_)) {}
+
+  // The node kept with n's signature, or nullptr once n is kept.
+  Node* find_or_keep(Node* n) {
+    const size_t hash = signature_hash(n);
+    const size_t mask = slots_.size() - 1;
+    // Fibonacci hashing: the high bits of the product mix every bit of the hash.
+    for (size_t i = (hash * 0x9e3779b97f4a7c15ULL) >> shift_;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (!s.node) {
+        s = Slot{hash, n};
+        return nullptr;
+      }
+      if (s.hash == hash && same_signature(s.node, n)) return s.node;
+    }
   }
+
+ private:
+  struct Slot {
+    size_t hash = 0;
+    Node* node = nullptr;
+  };
+  int shift_;  // 64 - log2(the table's size): at most half full
+  std::vector<Slot> slots_;
 };
 
 // torch.fx's get_aten_target: an overload's packet (torch.ops.aten.add_.Tensor -> torch.ops.aten.add_).
@@ -129,8 +149,7 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
     if (why == Impurity::in_place) mark_mutated(n, mutated);
     if (why == Impurity::none && !banned(n, banned_set)) candidates.push_back(n);
   }
-  std::unordered_set<Entry, EntryHash, EntryEq> seen;
-  seen.reserve(candidates.size());
+  SignatureTable kept(candidates.size());
   bool modified = false;
   for (Node* n : candidates) {
     bool reads_mutated = false;
@@ -138,9 +157,9 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
       for (Node* in : n->all_input_nodes()) reads_mutated = reads_mutated || mutated.count(in);
     if (reads_mutated) continue;
     // Earlier merges have already rewritten n's arguments to the survivors.
-    auto [it, inserted] = seen.insert(Entry{signature_hash(n), n});
-    if (inserted) continue;
-    n->replace_all_uses_with(it->node);
+    Node* same = kept.find_or_keep(n);
+    if (!same) continue;
+    n->replace_all_uses_with(same);
     graph.erase_node(n);
     modified = true;
   }
