@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <bit>
+#include <charconv>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -15,8 +16,17 @@ std::shared_ptr<const SpecializedCall> Callable::specialize(const std::vector<Si
 
 namespace {
 
+// key += the decimal digits of v, without a temporary string.
+template <class T>
+void append_number(std::string& key, T v) {
+  char digits[24];
+  key.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+
 // A site's pattern as a key: `T` for a node, a constant's kind and value;
 // false for a constant of another kind (a tensor, a list), not remembered.
+// Built for every call site of a graph: short keys stay in the string's own
+// buffer.
 bool pattern_key(const std::vector<SiteArg>& args, std::string& key) {
   for (const auto& a : args) {
     const c10::IValue& c = a.constant;
@@ -27,12 +37,17 @@ bool pattern_key(const std::vector<SiteArg>& args, std::string& key) {
     } else if (c.isBool()) {
       key += c.toBool() ? "b1" : "b0";
     } else if (c.isInt()) {
-      key += 'i' + std::to_string(c.toInt());
+      key += 'i';
+      append_number(key, c.toInt());
     } else if (c.isDouble()) {
-      key += 'd' + std::to_string(std::bit_cast<uint64_t>(c.toDouble()));  // -0.0 and NaNs kept apart
+      key += 'd';
+      append_number(key, std::bit_cast<uint64_t>(c.toDouble()));  // -0.0 and NaNs kept apart
     } else if (c.isString()) {
       const std::string& s = c.toStringRef();
-      key += 's' + std::to_string(s.size()) + ':' + s;
+      key += 's';
+      append_number(key, s.size());
+      key += ':';
+      key += s;
     } else {
       return false;
     }

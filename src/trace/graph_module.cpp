@@ -7,6 +7,7 @@
 #include "../ir/flat_map.h"
 #include "../ir/index_set.h"
 #include "../ir/repr.h"
+#include "../ir/visit.h"
 #include "module_dicts.h"
 
 #include <algorithm>
@@ -551,7 +552,7 @@ void GraphModule::recompile() {
       s.slot = slot(n);
     } else {
       bool has_node = false;
-      for_each_node(a, [&](Node* inner) {
+      detail::visit_nodes(a, [&](Node* inner) {
         has_node = true;
         plan->slot_of.set(inner, static_cast<uint32_t>(slot(inner)));
       });
