@@ -180,13 +180,16 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
   try {
     detail::visit_nodes(args, kwargs, [&](Node* in) { n->check_input(in); });
     const detail::TargetEntry* e = target.entry();
+    // A function's node is named after the function (`add`), any other
+    // after its target's text (`layer1_0_conv1`).
     const bool as_function = op == Op::call_function;
+    const std::string& hint = as_function ? e->name_hint : e->str_hint;
     if (name)
       n->name_ = names_->create_name(*name, nullptr);
     else if (as_function ? e->name_hint_plain : e->str_hint_plain)
-      n->name_ = names_->create_plain_name(as_function ? e->name_hint : e->str_hint);
+      n->name_ = names_->create_plain_name(hint);
     else
-      n->name_ = names_->create_name(as_function ? e->name_hint : e->str_hint, nullptr);
+      n->name_ = names_->create_name(hint, nullptr);
   } catch (...) {
     unlink(n);
     n->erased_ = true;

@@ -173,8 +173,9 @@ Impurity module_impurity(const torch::nn::Module* m) {
   return Impurity::none;
 }
 
-// `cache`: what is known of targets already, or nullptr.
-Impurity impurity_of(const Node& n, PurityCache::Targets* cache) {
+}  // namespace
+
+Impurity PurityCache::impurity_of(const Node& n, Targets* cache) {
   if (n.is_impure()) return Impurity::side_effect;
   Impurity i = Impurity::none;
   switch (n.op()) {
@@ -209,9 +210,7 @@ Impurity impurity_of(const Node& n, PurityCache::Targets* cache) {
   return Impurity::none;
 }
 
-}  // namespace
-
-Impurity impurity(const Node& n) { return impurity_of(n, nullptr); }
+Impurity impurity(const Node& n) { return PurityCache::impurity_of(n, nullptr); }
 Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &targets_); }
 
 std::string_view impurity_name(Impurity i) {

@@ -54,12 +54,15 @@ class PurityCache {
   Impurity impurity(const Node& n);
   bool is_impure(const Node& n) { return impurity(n) != Impurity::none; }
 
+ private:
   struct Targets {
     std::unordered_map<Target, std::optional<Impurity>> functions;  // nullopt: the arguments decide
     std::unordered_map<Target, const torch::nn::Module*> modules;
   };
+  // `cache`: what is known of targets already, or nullptr (the free impurity()).
+  static Impurity impurity_of(const Node& n, Targets* cache);
+  friend Impurity passes::impurity(const Node& n);
 
- private:
   Targets targets_;
 };
 
