@@ -27,6 +27,7 @@ LABELS = {
     "replace_all_uses": "replace_all_uses_with",
     "eliminate_dead_code": "eliminate_dead_code",
     "graph_copy": "graph_copy",
+    "shape_prop_floor": "shape_prop: the adds alone (LibTorch)",
 }
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -148,6 +149,13 @@ def main():
             ok = "met" if r >= min_ratio else "NOT met"
             print(f"Target {LABELS.get(w, w)} at N={n:,}: {fmt_ratio(r)}{' (est.)' if est else ''} faster "
                   f"than torch.fx (target ≥ {min_ratio:.0f}×: {ok}).")
+    for n in sizes:
+        # What the operations alone cost bounds what any ShapeProp that runs them can reach.
+        floor, p = cpp.get(("shape_prop_floor", n)), py.get(("shape_prop", n))
+        if floor and p and p["status"] == "ok":
+            print(f"shape_prop at N={n:,}: its adds alone, hand-written in LibTorch, take "
+                  f"{fmt_time(floor['seconds'])}: running them, no ShapeProp can be more than "
+                  f"{fmt_ratio(p['seconds'] / floor['seconds'])} faster than torch.fx.")
     if best_iterate is not None:
         ok = "met" if best_iterate[1] >= ITERATE_TARGET else "NOT met"
         print(f"Target iterate: best {best_iterate[1] / 1e6:.0f} M nodes/s at N={best_iterate[0]:,} "

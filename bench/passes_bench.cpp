@@ -15,6 +15,9 @@
 //                   nodes by a callback
 //   shape_prop      N chained add(prev, 1) on a 4x4 float tensor: the
 //                   "shape_prop" pass (ShapeProp(gm).propagate(x))
+//   shape_prop_floor the same N adds written by hand in LibTorch (y = y + 1),
+//                   no graph: what running the operations alone costs, so
+//                   the best ratio any ShapeProp that runs them can reach
 // Graphs are built and destroyed outside the timed region; each workload
 // runs once untimed first (a page fault costs ~12 us in this VM).
 
@@ -162,6 +165,16 @@ void BM_shape_prop(benchmark::State& state) {
       });
 }
 
+void BM_shape_prop_floor(benchmark::State& state) {
+  const at::Tensor x = torch::rand({4, 4});
+  timed(
+      state, [&](int64_t) { return std::make_unique<at::Tensor>(x); },
+      [&](at::Tensor& y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y = y + 1;
+        benchmark::DoNotOptimize(y.data_ptr());
+      });
+}
+
 #define FX_PASSES_BENCH(fn) \
   BENCHMARK(fn)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(0.2)->UseManualTime()
 
@@ -170,6 +183,7 @@ FX_PASSES_BENCH(BM_cse);
 FX_PASSES_BENCH(BM_replace_pattern);
 FX_PASSES_BENCH(BM_split_module);
 FX_PASSES_BENCH(BM_shape_prop);
+FX_PASSES_BENCH(BM_shape_prop_floor);
 
 }  // namespace
 
