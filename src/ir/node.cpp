@@ -215,7 +215,8 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
   std::vector<std::pair<Argument*, Argument>> rebuilt;
   auto rebuild = [&](Argument& a) {
     if (!a.node() && holds_old(a))
-      rebuilt.emplace_back(&a, map_arg(a, [&](Node* n) -> Argument { return n == old_input ? new_input : n; }));
+      rebuilt.emplace_back(&a,
+                           map_arg(a, [&](Node* n) -> Argument { return n == old_input ? new_input : n; }));
   };
   if (nested) {
     for (auto& a : args_) rebuild(a);

@@ -82,11 +82,15 @@ bool is_python_builtin(std::string_view s) { return sorted_contains(kBuiltins, k
 
 bool is_identifier(std::string_view s) {
   if (s.empty()) return false;
-  auto head = [](unsigned char c) { return c == '_' || std::isalpha(c) || c >= 0x80; };
+  // ASCII tests inline: std::isalpha is a call into the C locale per
+  // character, and python_code asks this of every atom of every target.
+  auto head = [](unsigned char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
+  };
   if (!head(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin() + 1, s.end(), [&](char ch) {
     auto c = static_cast<unsigned char>(ch);
-    return head(c) || std::isdigit(c);
+    return head(c) || (c >= '0' && c <= '9');
   });
 }
 
