@@ -53,6 +53,24 @@ std::string sanitize(std::string_view candidate) {
   return out;
 }
 
+// Where a `_<digits>` suffix starts (its underscore), or npos.
+size_t numeric_suffix_at(std::string_view name) {
+  const size_t us = name.rfind('_');
+  if (us == std::string_view::npos || us + 1 == name.size()) return std::string_view::npos;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us) + 1, name.end(), is_ascii_digit)
+             ? us
+             : std::string_view::npos;
+}
+
+// base + "_" + k, reusing name's buffer.
+void set_suffixed(std::string& name, std::string_view base, uint64_t k) {
+  char digits[24];
+  char* end = std::to_chars(digits, digits + sizeof digits, k).ptr;
+  name.assign(base);
+  name += '_';
+  name.append(digits, end);
+}
+
 }  // namespace
 
 const void* Namespace::builtin_identity(std::string_view name) {
@@ -98,13 +116,14 @@ bool Namespace::claim(const std::string& name) {
 
 // Claims the first free `base_k` with k > num, searching from a remembered
 // suffix for the base: every base_1 .. base_{hint-1} is known to be taken.
-std::string Namespace::claim_next_free(const std::string& base, uint64_t num, const void* obj) {
+std::string Namespace::claim_next_free(std::string_view base, uint64_t num, const void* obj) {
   uint64_t& hint = *next_suffix_.try_emplace(base).first;
   if (hint == 0) hint = 1;
   uint64_t k = std::max(num + 1, hint);
   bool contiguous = num + 1 <= hint;
-  std::string name = base + "_" + std::to_string(k);
-  while (!claim_free(name, obj)) name = base + "_" + std::to_string(++k);
+  std::string name;
+  set_suffixed(name, base, k);
+  while (!claim_free(name, obj)) set_suffixed(name, base, ++k);
   if (contiguous) hint = k + 1;
   return name;
 }
@@ -154,6 +173,8 @@ bool Namespace::is_plain(std::string_view normal) { return !normal.empty() && !i
 
 std::string Namespace::create_plain_name(std::string_view normal) {
   if (claim_legal(normal)) return std::string(normal);
+  // Taken: count up from it as create_name would, without normalizing it again.
+  if (numeric_suffix_at(normal) == std::string_view::npos) return claim_next_free(normal, 0, nullptr);
   return create_name(normal, nullptr);
 }
 
@@ -166,10 +187,8 @@ std::string Namespace::create_name(std::string_view raw, const void* obj) {
     throw GraphError("invalid node name '" + std::string(raw) + "': a name must not be empty");
 
   // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$.
-  size_t us = candidate.rfind('_');
-  bool has_suffix =
-      us != std::string::npos && us + 1 < candidate.size() &&
-      std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(), is_ascii_digit);
+  const size_t us = numeric_suffix_at(candidate);
+  const bool has_suffix = us != std::string::npos;
   bool claimed = false;
   if (!has_suffix) {
     claimed = claim_free(candidate, obj);

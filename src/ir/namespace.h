@@ -78,7 +78,7 @@ class Namespace {
   bool taken(const std::string& name, const void* obj) const;
   bool claim_free(const std::string& name, const void* obj);
   bool claim_legal(std::string_view name);  // takes name unless taken, here or elsewhere
-  std::string claim_next_free(const std::string& base, uint64_t num, const void* obj);
+  std::string claim_next_free(std::string_view base, uint64_t num, const void* obj);
   static bool is_illegal(std::string_view name, const void* obj);
   bool is_taken_elsewhere(std::string_view name) const { return taken_elsewhere_ && taken_elsewhere_(name); }
 
