@@ -86,6 +86,17 @@ class PointerIndexMap : public ProbeTable<PointerIndexSlot> {
     }
   }
 
+  // Stores `index` for `key` (not null) unless `key` has one: whether it stored it.
+  bool insert(const void* key, uint32_t index) {
+    make_room();
+    size_t i = home(reinterpret_cast<uintptr_t>(key));
+    for (; !slots_[i].empty(); i = next(i))
+      if (slots_[i].key == key) return false;
+    slots_[i] = PointerIndexSlot{key, index};
+    ++size_;
+    return true;
+  }
+
   // Sets the index of `key` (not null).
   void set(const void* key, uint32_t index) {
     make_room();

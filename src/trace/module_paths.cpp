@@ -15,10 +15,9 @@ ModulePaths::ModulePaths(const torch::nn::Module& root) {
 }
 
 bool ModulePaths::add(const torch::nn::Module* m, size_t start) {
-  if (index_.find(m)) return false;
   if (entries_.size() >= std::numeric_limits<uint32_t>::max())
     throw Error("a module tree of more than 2^32 modules cannot be traced; trace its parts one by one");
-  index_.set(m, static_cast<uint32_t>(entries_.size()));
+  if (!index_.insert(m, static_cast<uint32_t>(entries_.size()))) return false;
   entries_.push_back(Entry{m, start, pool_.size() - start});
   return true;
 }

@@ -56,4 +56,13 @@ TEST(PointerIndexMap, AlignedPointersSpreadAndIndicesCanBeReset) {
   EXPECT_EQ(map.find(&cells[5]), 99u);
 }
 
+TEST(PointerIndexMap, InsertKeepsTheFirstIndex) {
+  std::vector<int> cells(1000);
+  fx::detail::PointerIndexMap map;
+  for (uint32_t i = 0; i < cells.size(); ++i) EXPECT_TRUE(map.insert(&cells[i], i));  // grows on the way
+  for (uint32_t i = 0; i < cells.size(); ++i) EXPECT_FALSE(map.insert(&cells[i], i + 7));
+  for (uint32_t i = 0; i < cells.size(); ++i) EXPECT_EQ(map.find(&cells[i]), i);
+  EXPECT_EQ(map.size(), cells.size());
+}
+
 }  // namespace
