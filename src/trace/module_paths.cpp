@@ -9,6 +9,12 @@
 namespace fx::detail {
 
 ModulePaths::ModulePaths(const torch::nn::Module& root) {
+  // At least the root and its children: a flat model (a long Sequential)
+  // then fills the tables without growing them.
+  const size_t at_least = children_of(root).size() + 1;
+  index_.reserve(at_least);
+  entries_.reserve(at_least);
+  pool_.reserve(4 * at_least);
   std::string path;
   add(&root, 0);
   walk(root, path);
