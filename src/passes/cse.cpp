@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../ir/probe_table.h"
 #include "copy_graph.h"
 
 namespace fx::passes {
@@ -70,36 +71,29 @@ bool same_signature(const Node* a, const Node* b) {
          a->kwargs() == b->kwargs();
 }
 
-// The candidates kept so far, by signature: open addressing in one array
-// sized for every candidate (no allocation per node, as a node-based hash
-// set makes).
-class SignatureTable {
+// The candidates kept so far, by signature, in the IR's open-addressing
+// table: no allocation per node, as a node-based hash set makes.
+struct SignatureSlot {
+  size_t hash = 0;
+  Node* node = nullptr;
+  bool empty() const { return node == nullptr; }
+  uint64_t place() const { return hash; }
+};
+class SignatureTable : public fx::detail::ProbeTable<SignatureSlot> {
  public:
-  explicit SignatureTable(size_t capacity)
-      : shift_(64 - std::bit_width(2 * capacity + 1)), slots_(size_t{1} << (64 - shift_)) {}
+  explicit SignatureTable(size_t capacity) { reserve(capacity); }
 
   // The node kept with n's signature, or nullptr once n is kept.
   Node* find_or_keep(Node* n) {
+    make_room();
     const size_t hash = signature_hash(n);
-    const size_t mask = slots_.size() - 1;
-    // Fibonacci hashing: the high bits of the product mix every bit of the hash.
-    for (size_t i = (hash * 0x9e3779b97f4a7c15ULL) >> shift_;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (!s.node) {
-        s = Slot{hash, n};
-        return nullptr;
-      }
-      if (s.hash == hash && same_signature(s.node, n)) return s.node;
-    }
+    size_t i = home(hash);
+    for (; !slots_[i].empty(); i = next(i))
+      if (slots_[i].hash == hash && same_signature(slots_[i].node, n)) return slots_[i].node;
+    slots_[i] = SignatureSlot{hash, n};
+    ++size_;
+    return nullptr;
   }
-
- private:
-  struct Slot {
-    size_t hash = 0;
-    Node* node = nullptr;
-  };
-  int shift_;  // 64 - log2(the table's size): at most half full
-  std::vector<Slot> slots_;
 };
 
 // torch.fx's get_aten_target: an overload's packet (torch.ops.aten.add_.Tensor -> torch.ops.aten.add_).
