@@ -62,6 +62,14 @@ size_t numeric_suffix_at(std::string_view name) {
              : std::string_view::npos;
 }
 
+// Where a `_<digits>` suffix with leading zeros starts (`x_007`), or npos:
+// Python's int() re-prints it.
+size_t zero_padded_suffix_at(std::string_view name) {
+  const size_t us = numeric_suffix_at(name);
+  return us != std::string_view::npos && us + 2 < name.size() && name[us + 1] == '0' ? us
+                                                                                     : std::string_view::npos;
+}
+
 // base + "_" + k, reusing name's buffer.
 void set_suffixed(std::string& name, std::string_view base, uint64_t k) {
   char digits[24];
@@ -143,26 +151,20 @@ bool Namespace::claim_legal(std::string_view name) {
 }
 
 bool Namespace::contains(std::string_view name) const {
-  if (name.empty()) return used_.find(name, key_of()).has_value();
-  return in_masks(first_and_length_, name) && used_.find(name, key_of()).has_value();
+  return (name.empty() || in_masks(first_and_length_, name)) && used_.find(name, key_of()).has_value();
 }
 
 bool Namespace::keeps(std::string_view name, const void* obj) const {
   if (name.empty() || is_ascii_digit(name[0]) || !std::all_of(name.begin(), name.end(), is_name_char))
     return false;  // sanitize would change it
-  const size_t us = name.rfind('_');
-  if (us != std::string_view::npos && us + 2 < name.size() && name[us + 1] == '0' &&
-      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us) + 1, name.end(), is_ascii_digit))
-    return false;  // a suffix with leading zeros is re-printed
+  if (zero_padded_suffix_at(name) != std::string_view::npos) return false;  // re-printed
   return !is_illegal(name, obj) && !contains(name);
 }
 
 std::string Namespace::normal_form(std::string_view raw) {
   std::string candidate = sanitize(raw);
   // A `_<digits>` suffix is re-printed as Python's int() would: `x_007` becomes `x_7`.
-  const size_t us = candidate.rfind('_');
-  if (us != std::string::npos && us + 2 < candidate.size() && candidate[us + 1] == '0' &&
-      std::all_of(candidate.begin() + static_cast<std::ptrdiff_t>(us) + 1, candidate.end(), is_ascii_digit)) {
+  if (const size_t us = zero_padded_suffix_at(candidate); us != std::string::npos) {
     const size_t first = candidate.find_first_not_of('0', us + 1);
     candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
   }
