@@ -11,11 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 bash scripts/setup.sh
+source scripts/env.sh
 jobs=$(nproc)
 
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_UNITY_BUILD=ON -DFXCPP_FUZZ=ON \
-  -DFXCPP_BUILD_TESTS=OFF -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF -DFXCPP_BUILD_TOOLS=OFF >/dev/null
+  -DFXCPP_BUILD_TESTS=OFF -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF -DFXCPP_BUILD_TOOLS=OFF \
+  "${fxcpp_cmake_args[@]}" >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fx_load_fuzzer fx_load_fuzz_seeds
 
 mkdir -p build-fuzz/corpus build-fuzz/findings

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Installs everything fxcpp needs from Debian 12 packages. Idempotent, and
-# silent when everything is already there.
+# Installs everything fxcpp needs: Debian 12 packages, and torch 2.14 +
+# torchvision (LibTorch, the test oracle and the benchmark peers) from PyPI
+# into a virtual environment outside the clone (scripts/env.sh says where).
+# Idempotent, and silent when everything is already there.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
 
 packages=(
   cmake g++ make                     # the toolchain
-  libtorch-dev                       # LibTorch 1.13: the tensor runtime
-  python3-torch python3-torchvision  # torch.fx 1.13: the test oracle and benchmark peer
-  python3-tabulate                   # print_tabular in torch.fx
-  python3-pydot graphviz             # FxGraphDrawer: torch.fx's drawer and the dot renderer
+  ccache                             # rebuilds of the same sources (CI after a session) from cache
+  python3 python3-venv               # the venv that holds torch (python/requirements.txt)
+  graphviz                           # the dot renderer behind FxGraphDrawer
   libgtest-dev libgmock-dev          # GoogleTest
   libbenchmark-dev                   # Google Benchmark
-  nlohmann-json3-dev                 # JSON for the conformance harness
+  nlohmann-json3-dev                 # JSON for the file format and the conformance harness
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # libFuzzer on fx::load (scripts/fuzz.sh)
   llvm-16                            # its llvm-symbolizer, for readable stacks in findings
 )
@@ -22,15 +25,32 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-echo "fxcpp setup: installing ${missing[*]}"
-log=$(mktemp)
-if ! { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
-  cat "$log"
-  echo "fxcpp setup: apt-get failed (log above)" >&2
-  exit 1
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "fxcpp setup: installing ${missing[*]}"
+  log=$(mktemp)
+  if ! { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log"
+    echo "fxcpp setup: apt-get failed (log above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
-rm -f "$log"
+
+# torch's wheels with their CUDA libraries are ~5 GB: made once per machine
+# and per set of pins, then reused. The marker is written last, so an
+# interrupted install is redone rather than trusted.
+if [ ! -f "$FXCPP_VENV/.fxcpp-complete" ]; then
+  echo "fxcpp setup: installing python/requirements.txt into $FXCPP_VENV (torch 2.14: about 5 GB, once per machine)"
+  rm -rf "$FXCPP_VENV"
+  mkdir -p "$(dirname "$FXCPP_VENV")"
+  # Debian's python3, when the one on PATH cannot make a venv.
+  python=python3
+  python3 -m venv --help >/dev/null 2>&1 || python=/usr/bin/python3
+  "$python" -m venv "$FXCPP_VENV"
+  "$FXCPP_VENV/bin/pip" install -q --disable-pip-version-check -r python/requirements.txt
+  "$FXCPP_VENV/bin/python" -c 'import torch, torchvision, tabulate, pydot' \
+    || { echo "fxcpp setup: the venv's torch does not import" >&2; exit 1; }
+  touch "$FXCPP_VENV/.fxcpp-complete"
+fi

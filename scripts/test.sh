@@ -2,11 +2,12 @@
 # Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
 # and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a
 # minute of coverage-guided fuzzing of the file loader (libFuzzer), then the
-# full suite (with the torch.fx 1.13 conformance tests) on a release build;
+# full suite (with the torch.fx 2.14 conformance tests) on a release build;
 # the slow packaging and export tests have their own commands (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/env.sh
 jobs=$(nproc)
 
 echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize and capture tests"
@@ -14,7 +15,7 @@ echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes,
 # source file's compile time, and a batch of 8 files parses them once.
 # -g1 keeps the line tables that sanitizer reports print.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_UNITY_BUILD=ON \
-  -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF >/dev/null
+  -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF "${fxcpp_cmake_args[@]}" >/dev/null
 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
@@ -24,7 +25,7 @@ echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the se
 bash scripts/fuzz.sh 60
 
 echo "== release build: all tests but packaging and export"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON "${fxcpp_cmake_args[@]}" >/dev/null
 cmake --build build -j"$jobs"
 # Two tests build LibTorch projects and take minutes on 2 cores, so they run
 # on their own:

@@ -27,7 +27,7 @@ std::unordered_map<const void*, std::thread::id>& allocating_threads() {
 class WatchingAllocator final : public c10::Allocator {
  public:
   explicit WatchingAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     c10::DataPtr p = inner_->allocate(n);
     if (p.get() && captures_are_running()) {
       std::lock_guard<std::mutex> lock(allocations_mutex);
@@ -36,6 +36,9 @@ class WatchingAllocator final : public c10::Allocator {
     return p;
   }
   c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    inner_->copy_data(dest, src, count);
+  }
 
  private:
   c10::Allocator* inner_;

@@ -22,7 +22,7 @@ thread_local Budget* current_budget = nullptr;
 class BudgetedAllocator final : public c10::Allocator {
  public:
   explicit BudgetedAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     if (Budget* b = current_budget) {
       if (n > b->left)
         throw LoadError(b->what + " asks for more memory than the tensors the file holds for it account for (" +
@@ -33,6 +33,9 @@ class BudgetedAllocator final : public c10::Allocator {
     return inner_->allocate(n);
   }
   c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    inner_->copy_data(dest, src, count);
+  }
 
  private:
   c10::Allocator* inner_;
