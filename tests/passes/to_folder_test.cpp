@@ -72,7 +72,7 @@ std::string without_children(const std::string& text, const std::vector<std::str
   return out;
 }
 
-// Imports `folder` with /usr/bin/python3, runs FxModule on `input` and returns its output.
+// Imports `folder` with the oracle's Python (FXCPP_PYTHON), runs FxModule on `input` and returns its output.
 at::Tensor run_in_python(const ScratchDir& dir, const std::string& package, const at::Tensor& input,
                          bool training) {
   export_test::save_ivalue(dir.path() / "input.pt", input);
@@ -95,7 +95,7 @@ at::Tensor run_in_python(const ScratchDir& dir, const std::string& package, cons
       "torch.save({'output': y}, r'" +
       dir.str("output.pt") + "')\n";
   std::ofstream(dir.path() / "run.py") << script;
-  int rc = export_test::run("/usr/bin/python3 '" + dir.str("run.py") + "'", dir.path() / "python.log");
+  int rc = export_test::run(std::string(FXCPP_PYTHON) + " '" + dir.str("run.py") + "'", dir.path() / "python.log");
   if (rc != 0) throw fx::Error("python failed:\n" + export_test::read_text(dir.path() / "python.log"));
   fx::StateDict out = fx::read_state_dict(dir.str("output.pt"));
   return out.at(0).second;
