@@ -56,6 +56,8 @@ def _transformer_activation(m):
 
 def _bias_given(m):
     # `bias` is a flag of the constructor; the module holds a tensor or None (RNNs keep the flag).
+    # The norms of torch 2.x take it too and hold None when they are not affine, whatever it was:
+    # False then rebuilds the same module.
     return m.bias if isinstance(m.bias, bool) else m.bias is not None
 
 
@@ -74,6 +76,8 @@ _EXCEPTIONS = {
         'activation': _transformer_activation,
         'layer_norm_eps': lambda m: float(m.norm1.eps),
         'batch_first': lambda m: m.self_attn.batch_first,
+        # torch 2.x hands `bias` to the linears and the layer norms and keeps no flag of its own.
+        'bias': lambda m: m.linear1.bias is not None,
     },
 }
 
