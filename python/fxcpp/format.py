@@ -7,6 +7,11 @@ fx::save and fx::load read and write.
 The file is a torch.save zip archive: torch.load(path) gives its tensors (a
 dict from dotted path to tensor); its graph.json record holds the graph, the
 module tree and the node meta.
+
+Only public interfaces touch the archive: torch.save writes it (its
+data.pkl, data/<key> records, byteorder and version records, whatever the
+installed torch writes), Python's zipfile adds graph.json under the same
+top folder, and torch.load(weights_only=True) reads the tensors back.
 """
 import builtins
 import importlib
@@ -14,9 +19,11 @@ import json
 import math
 import pickle
 import warnings
+import zipfile
 
 import torch
 import torch.fx
+import torch.jit._pickle
 from torch.fx.passes.shape_prop import TensorMetadata
 
 from . import modules as module_specs
@@ -308,58 +315,99 @@ def to_json(gm):
     return top, data
 
 
+def _top_folder(archive, path):
+    # PyTorchStreamReader finds every record under the folder of the archive's
+    # first entry (torch.save names it after the file), and so does this.
+    names = archive.namelist()
+    if not names or '/' not in names[0]:
+        raise LoadError(f'{path}: not a GraphModule file: not a torch.save archive (no top folder)')
+    return names[0].split('/', 1)[0]
+
+
+def write_archive(obj, path, records):
+    """torch.save(obj, path), then each record (name -> bytes) added to the
+    same archive, as torch.save's own records are, under its top folder.
+    The records get a fixed date, so that the same module makes the same file."""
+    path = str(path)
+    torch.save(obj, path)
+    with zipfile.ZipFile(path, 'a') as archive:
+        folder = _top_folder(archive, path)
+        for name, data in records.items():
+            archive.writestr(zipfile.ZipInfo(f'{folder}/{name}', date_time=(1980, 1, 1, 0, 0, 0)), data)
+
+
+def read_record(path, name):
+    """The bytes of the record `name` of the torch.save archive at `path`, or
+    None where it has none. Raises LoadError for a file that is no archive."""
+    path = str(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            try:
+                return archive.read(f'{_top_folder(archive, path)}/{name}')
+            except KeyError:
+                return None
+    except (zipfile.BadZipFile, OSError) as e:
+        raise LoadError(f'{path}: not a GraphModule file: {e}') from None
+
+
 def save(module, path):
     """Writes a GraphModule (or any nn.Module, traced with torch.fx.symbolic_trace) to `path`."""
     gm = module if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
     top, data = to_json(gm)
     text = json.dumps(top, indent=1, allow_nan=False).encode()
-    with torch.serialization._open_zipfile_writer(str(path)) as f:
-        torch.serialization._save(data, f, pickle, 2)
-        f.write_record('graph.json', text, len(text))
+    write_archive(data, path, {'graph.json': text})
 
 
 # ---- load ---------------------------------------------------------------------
 
-class _TensorUnpickler(pickle.Unpickler):
-    """Unpickles a dict of tensors and nothing else: the file can name no
-    function but the few that rebuild tensors (and LibTorch's restore_type_tag,
-    which returns its argument)."""
-    ALLOWED = {('collections', 'OrderedDict'), ('torch._utils', '_rebuild_tensor_v2'),
-               ('torch._utils', '_rebuild_parameter'), ('torch.jit._pickle', 'restore_type_tag')}
-
-    def find_class(self, module, name):
-        if (module, name) in self.ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f'the tensors of a GraphModule file name {module}.{name}, which is not a '
-                                     'tensor; refusing to load it')
-
-
-class _tensors_only:  # the pickle module torch.load uses for the file's tensors
-    Unpickler = _TensorUnpickler
+def load_tensors(path):
+    """torch.load(path) of a file of tensors that fxcpp or torch.save wrote,
+    with torch.load's weights_only unpickler: it calls nothing but what
+    rebuilds tensors and plain containers, so a file can run no code.
+    LibTorch's pickler (fx::save) tags typed containers with
+    torch.jit._pickle.restore_type_tag, which returns its argument; it is
+    the one function allowed on top of weights_only's own list."""
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        return torch.load(str(path), map_location='cpu', weights_only=True)
 
 
 def load(path):
     """The torch.fx.GraphModule a GraphModule file holds. Raises LoadError
     naming the file and the position for anything malformed."""
     path = str(path)
+    text = read_record(path, 'graph.json')
+    if text is None:
+        raise LoadError(f'{path}: no graph.json record: a torch.save file, not a GraphModule file')
     try:
-        reader = torch._C.PyTorchFileReader(path)
-        if not reader.has_record('graph.json'):
-            raise LoadError(f'{path}: no graph.json record: a torch.save file, not a GraphModule file')
-        top = json.loads(reader.get_record('graph.json'))
-        # torch.load(path) would unpickle anything (torch 1.13 ignores its pickle_module argument
-        # unless weights_only, and weights_only refuses restore_type_tag): its loader, with ours.
-        stored = torch.serialization._load(reader, None, _tensors_only, encoding='utf-8')
-    except (RuntimeError, ValueError, pickle.UnpicklingError) as e:
-        if isinstance(e, LoadError):
-            raise
-        raise LoadError(f'{path}: not a GraphModule file: {e}') from None
+        top = json.loads(text)
+    except ValueError as e:
+        raise LoadError(f'{path}: graph.json is not JSON: {e}') from None
+    try:
+        stored = load_tensors(path)
+    except pickle.UnpicklingError as e:
+        # torch.load says why in a page of advice; _weights_only_reason picks the line.
+        raise LoadError(f'{path}: refusing to load its tensors (data.pkl): they name something that is not a '
+                        f'tensor: {_weights_only_reason(e)}') from None
+    except (RuntimeError, ValueError, EOFError) as e:
+        raise LoadError(f'{path}: not a GraphModule file: cannot read its tensors: {e}') from None
+    if not isinstance(stored, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                               for k, v in stored.items()):
+        raise LoadError(f'{path}: its tensors (data.pkl) are not a dict from str to tensor')
     try:
         return _from_json(top, stored)
     except LoadError as e:
         raise LoadError(f'{path}: {e}') from None
     except (KeyError, TypeError, AttributeError) as e:
         raise LoadError(f'{path}: malformed graph.json ({e!r})') from None
+
+
+def _weights_only_reason(e):
+    # torch.load's message opens with a paragraph on weights_only's default; the line
+    # that names the refused global ("Trying to load unsupported GLOBAL posix.system ...",
+    # "WeightsUnpickler error: Unsupported global: ...") is the one that says why.
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    reason = next((line for line in lines[1:] if 'global' in line.lower() or 'WeightsUnpickler' in line), None)
+    return reason or (lines[-1] if lines else type(e).__name__)
 
 
 def _from_json(top, stored):

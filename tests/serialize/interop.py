@@ -1,4 +1,4 @@
-"""GraphModule files between torch.fx 1.13 and fxcpp, both ways.
+"""GraphModule files between torch.fx 2.14 and fxcpp, both ways.
 
     interop.py export DIR   torch.fx models -> DIR/py/<name>.fxg, with the graph
                             text and code torch.fx prints (<name>.json) and
@@ -128,14 +128,9 @@ def check(root):
 
 def rewritten(src, dst, edit):
     """A copy of the file src with its graph.json edited by edit(json object)."""
-    import pickle
-    reader = torch._C.PyTorchFileReader(src)
-    top = json.loads(reader.get_record('graph.json'))
+    top = json.loads(fxfile.read_record(src, 'graph.json'))
     edit(top)
-    text = json.dumps(top).encode()
-    with torch.serialization._open_zipfile_writer(dst) as f:
-        torch.serialization._save(torch.load(src), f, pickle, 2)
-        f.write_record('graph.json', text, len(text))
+    fxfile.write_archive(fxfile.load_tensors(src), dst, {'graph.json': json.dumps(top).encode()})
     return dst
 
 
@@ -173,13 +168,8 @@ def malformed(root):
         def __reduce__(self):
             return (os.system, ('touch ' + os.path.join(root, 'malformed', 'pwned'),))
 
-    import pickle
-    reader = torch._C.PyTorchFileReader(src)
-    text = reader.get_record('graph.json')
     evil = os.path.join(root, 'malformed', 'evil.fxg')
-    with torch.serialization._open_zipfile_writer(evil) as f:
-        torch.serialization._save({'w': Payload()}, f, pickle, 2)
-        f.write_record('graph.json', text, len(text))
+    fxfile.write_archive({'w': Payload()}, evil, {'graph.json': fxfile.read_record(src, 'graph.json')})
     try:
         fxfile.load(evil)
         failures.append('evil: loaded')
