@@ -121,14 +121,8 @@ class CodeNames final : public detail::NodeNamer {
       origin = "typing.Union";
       args.push_back("NoneType");
     }
-    static const std::pair<std::string_view, std::string_view> kOrigins[] = {
-        {"list", "typing.List"},
-        {"dict", "typing.Dict"},
-        {"set", "typing.Set"},
-        {"frozenset", "typing.FrozenSet"},
-        {"tuple", "typing.Tuple"}};
-    for (const auto& [builtin, typing_name] : kOrigins)
-      if (origin == builtin) origin = typing_name;
+    // `list[int]` keeps its builtin origin in FX 2.x; only typing's aliases
+    // (`typing.List[int]`) are spelled through typing.
     std::string out = global_name(origin);
     if (args.size() == 1 && args[0] == "()") return out;  // Tuple[()] has no __args__
     out += '[';
@@ -349,7 +343,9 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         body += '\n';
         continue;
     }
-    if (dies_at[i].empty()) {
+    // A node nobody uses (kept for its side effect) is freed right after it, as in FX 2.x.
+    const bool unused = n->num_users() == 0;
+    if (dies_at[i].empty() && !unused) {
       body += '\n';
     } else {
       body += ";  ";
@@ -357,10 +353,15 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         names.append_name(body, dead);
         body += " = ";
       }
+      if (unused) {
+        names.append_name(body, n);
+        body += " = ";
+      }
       body += "None\n";
     }
   }
-  if (body.empty()) body = "pass\n";
+  // FX 2.x's body holds a counter comment per node: `pass` only for a graph with no nodes.
+  if (order.empty()) body = "pass\n";
 
   std::string wrap_stmts;
   if (!wrapped.empty()) {

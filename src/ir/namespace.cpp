@@ -53,21 +53,14 @@ std::string sanitize(std::string_view candidate) {
   return out;
 }
 
-// Where a `_<digits>` suffix starts (its underscore), or npos.
+// Where the `_<digits>` suffix of FX's name regex starts (its underscore),
+// or npos: `^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$` needs a non-empty base.
 size_t numeric_suffix_at(std::string_view name) {
   const size_t us = name.rfind('_');
-  if (us == std::string_view::npos || us + 1 == name.size()) return std::string_view::npos;
+  if (us == std::string_view::npos || us == 0 || us + 1 == name.size()) return std::string_view::npos;
   return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us) + 1, name.end(), is_ascii_digit)
              ? us
              : std::string_view::npos;
-}
-
-// Where a `_<digits>` suffix with leading zeros starts (`x_007`), or npos:
-// Python's int() re-prints it.
-size_t zero_padded_suffix_at(std::string_view name) {
-  const size_t us = numeric_suffix_at(name);
-  return us != std::string_view::npos && us + 2 < name.size() && name[us + 1] == '0' ? us
-                                                                                     : std::string_view::npos;
 }
 
 // base + "_" + k, reusing name's buffer.
@@ -77,6 +70,22 @@ void set_suffixed(std::string& name, std::string_view base, uint64_t k) {
   name.assign(base);
   name += '_';
   name.append(digits, end);
+}
+
+// Python's int() of a suffix, as decimal digits without leading zeros.
+std::string_view without_leading_zeros(std::string_view digits) {
+  const size_t first = digits.find_first_not_of('0');
+  return first == std::string_view::npos ? digits.substr(digits.size() - 1) : digits.substr(first);
+}
+
+// The digits of n + 1, for counts beyond 64 bits (Python's ints have no limit).
+void increment_decimal(std::string& digits) {
+  size_t k = digits.size();
+  while (k > 0 && digits[k - 1] == '9') digits[--k] = '0';
+  if (k == 0)
+    digits.insert(digits.begin(), '1');
+  else
+    ++digits[k - 1];
 }
 
 }  // namespace
@@ -122,28 +131,7 @@ bool Namespace::claim(const std::string& name) {
   return is_identifier(name) && !is_illegal(name, nullptr) && take(name);
 }
 
-// Claims the first free `base_k` with k > num, searching from a remembered
-// suffix for the base: every base_1 .. base_{hint-1} is known to be taken.
-std::string Namespace::claim_next_free(std::string_view base, uint64_t num, const void* obj) {
-  uint64_t& hint = *next_suffix_.try_emplace(base).first;
-  if (hint == 0) hint = 1;
-  uint64_t k = std::max(num + 1, hint);
-  bool contiguous = num + 1 <= hint;
-  std::string name;
-  set_suffixed(name, base, k);
-  while (!claim_free(name, obj)) set_suffixed(name, base, ++k);
-  if (contiguous) hint = k + 1;
-  return name;
-}
-
-bool Namespace::taken(const std::string& name, const void* obj) const {
-  return contains(name) || is_illegal(name, obj) || is_taken_elsewhere(name);
-}
-
-// Takes `name` if it is free: one lookup in used_ for the common case.
-bool Namespace::claim_free(const std::string& name, const void* obj) {
-  return !is_illegal(name, obj) && claim_legal(name);
-}
+bool Namespace::used(std::string_view name) const { return contains(name) || is_taken_elsewhere(name); }
 
 bool Namespace::claim_legal(std::string_view name) {
   if (taken_elsewhere_ && !contains(name) && taken_elsewhere_(name)) return false;
@@ -157,72 +145,95 @@ bool Namespace::contains(std::string_view name) const {
 bool Namespace::keeps(std::string_view name, const void* obj) const {
   if (name.empty() || is_ascii_digit(name[0]) || !std::all_of(name.begin(), name.end(), is_name_char))
     return false;  // sanitize would change it
-  if (zero_padded_suffix_at(name) != std::string_view::npos) return false;  // re-printed
   return !is_illegal(name, obj) && !contains(name);
 }
 
 std::string Namespace::normal_form(std::string_view raw) {
   std::string candidate = sanitize(raw);
-  // A `_<digits>` suffix is re-printed as Python's int() would: `x_007` becomes `x_7`.
-  if (const size_t us = zero_padded_suffix_at(candidate); us != std::string::npos) {
-    const size_t first = candidate.find_first_not_of('0', us + 1);
-    candidate.erase(us + 1, std::min(first, candidate.size() - 1) - (us + 1));
-  }
+  if (candidate.empty()) candidate = "_unnamed";
   return candidate;
 }
 
-bool Namespace::is_plain(std::string_view normal) { return !normal.empty() && !is_illegal(normal, nullptr); }
-
-std::string Namespace::create_plain_name(std::string_view normal) {
-  if (claim_legal(normal)) return std::string(normal);
-  // Taken: count up from it as create_name would, without normalizing it again.
-  if (numeric_suffix_at(normal) == std::string_view::npos) return claim_next_free(normal, 0, nullptr);
-  return create_name(normal, nullptr);
+bool Namespace::is_plain(std::string_view normal) {
+  return !normal.empty() && !is_illegal(normal, nullptr) && numeric_suffix_at(normal) == std::string_view::npos;
 }
 
+std::string Namespace::create_plain_name(std::string_view normal) {
+  // FX: count = base_count[normal]; an unused name is kept and leaves the count as it was.
+  if (claim_legal(normal)) return std::string(normal);
+  return count_up(std::string(normal), normal, nullptr);
+}
+
+// FX's loop: from the base's remembered count, the first free `base_k`.
+std::string Namespace::count_up(std::string candidate, std::string_view base, const void* obj) {
+  uint64_t* count = base_count_.find(base);
+  if (count != nullptr && *count == kBigCount) return count_up_big(std::move(candidate), base, obj);
+  uint64_t k = count ? *count : 0;
+  if (is_illegal(candidate, obj)) set_suffixed(candidate, base, ++k);  // illegal names end in no `_N`
+  while (used(candidate)) {
+    if (k == kBigCount - 1) return count_up_big(std::move(candidate), base, obj);
+    set_suffixed(candidate, base, ++k);
+  }
+  take(candidate);
+  set_count(base, k);
+  return candidate;
+}
+
+std::string Namespace::count_up_big(std::string candidate, std::string_view base, const void* obj) {
+  std::string digits;
+  if (const uint64_t* count = base_count_.find(base); count != nullptr && *count != kBigCount)
+    digits = std::to_string(*count);
+  else if (auto it = big_counts_.find(std::string(base)); it != big_counts_.end())
+    digits = it->second;
+  else
+    digits = "0";
+  auto next = [&] {
+    increment_decimal(digits);
+    candidate.assign(base);
+    candidate += '_';
+    candidate += digits;
+  };
+  if (is_illegal(candidate, obj)) next();
+  while (used(candidate)) next();
+  take(candidate);
+  set_big_count(base, digits);
+  return candidate;
+}
+
+void Namespace::set_count(std::string_view base, uint64_t k) {
+  uint64_t& count = *base_count_.try_emplace(base).first;
+  count = k;
+}
+
+void Namespace::set_big_count(std::string_view base, std::string_view digits) {
+  if (digits.size() < 20) {  // fits: 19 digits are below 2^63
+    uint64_t k = 0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), k);
+    set_count(base, k);
+    return;
+  }
+  *base_count_.try_emplace(base).first = kBigCount;
+  big_counts_[std::string(base)] = std::string(digits);
+}
+
+// torch.fx 2.x's _Namespace.create_name: a legal name is kept as it is
+// (`x_007` stays `x_007`); a name with a `_N` suffix sets its base's count to
+// N; a taken or illegal one counts up from its base's count.
 std::string Namespace::create_name(std::string_view raw, const void* obj) {
   if (obj != nullptr) {
     if (auto known = names_of_.find(obj)) return std::string(name_at(*known));
   }
   std::string candidate = normal_form(raw);
-  if (candidate.empty())
-    throw GraphError("invalid node name '" + std::string(raw) + "': a name must not be empty");
-
-  // Split a `_<digits>` suffix, like FX's regex (.*)_(\d+)$.
   const size_t us = numeric_suffix_at(candidate);
-  const bool has_suffix = us != std::string::npos;
-  bool claimed = false;
-  if (!has_suffix) {
-    claimed = claim_free(candidate, obj);
-    if (!claimed) {
-      candidate = claim_next_free(candidate, 0, obj);
-      claimed = true;
-    }
+  if (us == std::string::npos || used(candidate)) {
+    const std::string base = us == std::string::npos ? candidate : candidate.substr(0, us);
+    candidate = count_up(std::move(candidate), base, obj);
   } else {
-    claimed = claim_free(candidate, obj);
-    if (!claimed) {
-      const std::string base = candidate.substr(0, us);
-      std::string digits = candidate.substr(us + 1);
-      if (digits.size() <= 18) {
-        uint64_t num = 0;
-        std::from_chars(digits.data(), digits.data() + digits.size(), num);
-        candidate = claim_next_free(base, num, obj);
-        claimed = true;
-      } else {  // beyond 64 bits: count up in decimal, as Python's big ints do
-        do {
-          size_t k = digits.size();
-          while (k > 0 && digits[k - 1] == '9') digits[--k] = '0';
-          if (k == 0)
-            digits.insert(digits.begin(), '1');
-          else
-            ++digits[k - 1];
-          candidate = base + "_" + digits;
-        } while (taken(candidate, obj));
-      }
-    }
+    take(candidate);
+    set_big_count(std::string_view(candidate).substr(0, us),
+                  without_leading_zeros(std::string_view(candidate).substr(us + 1)));
   }
-  if (!claimed) take(candidate);
-  // Every path above ends by taking `candidate`: it is the last name stored.
+  // Both paths end by taking `candidate`: it is the last name stored.
   if (obj != nullptr) names_of_.set(obj, static_cast<uint32_t>(entries_.size() - 1));
   return candidate;
 }

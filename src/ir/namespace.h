@@ -1,10 +1,10 @@
 #pragma once
 // torch.fx's _Namespace: unique, legal Python names, one per object.
 //
-// The rules are FX's (sanitize, split a `_N` suffix, count up until the name
-// is free and shadows no keyword or builtin); the search starts at a
-// remembered suffix per base name, so naming n nodes `add` is O(n) instead of
-// FX's O(n^2), with identical results.
+// The rules are torch.fx 2.x's: a legal name is kept as it is; otherwise it
+// is sanitized, split into a base and a `_N` suffix, and counted up from the
+// base's remembered count until it is free and shadows no keyword or builtin.
+// Naming n nodes `add` is O(n), as in FX.
 
 #include <algorithm>
 #include <array>
@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "flat_map.h"
@@ -29,11 +30,12 @@ class Namespace {
   // null: asking again for the same obj returns the same name).
   std::string create_name(std::string_view candidate, const void* obj);
 
-  // What create_name tries first for `raw`: sanitized, a `_N` suffix without
-  // leading zeros. create_name(normal_form(raw), obj) == create_name(raw, obj).
+  // What create_name tries first for `raw`: sanitized (runs of characters
+  // illegal in a name become `_`, `_unnamed` for nothing).
+  // create_name(normal_form(raw), obj) == create_name(raw, obj).
   static std::string normal_form(std::string_view raw);
   // Whether a name in normal form is a legal name for no object (no keyword,
-  // no builtin): then create_plain_name may skip those checks.
+  // no builtin) without a `_N` suffix: then create_plain_name may skip those checks.
   static bool is_plain(std::string_view normal);
   // create_name(normal, nullptr) for a name that is_plain: graph nodes are
   // named from their target's hint, whose form is settled once per target.
@@ -75,10 +77,12 @@ class Namespace {
   static const void* custom_builtin_identity(std::string_view name);
 
  private:
-  bool taken(const std::string& name, const void* obj) const;
-  bool claim_free(const std::string& name, const void* obj);
+  bool used(std::string_view name) const;  // taken here or elsewhere
   bool claim_legal(std::string_view name);  // takes name unless taken, here or elsewhere
-  std::string claim_next_free(std::string_view base, uint64_t num, const void* obj);
+  std::string count_up(std::string candidate, std::string_view base, const void* obj);
+  std::string count_up_big(std::string candidate, std::string_view base, const void* obj);
+  void set_count(std::string_view base, uint64_t k);
+  void set_big_count(std::string_view base, std::string_view digits);
   static bool is_illegal(std::string_view name, const void* obj);
   bool is_taken_elsewhere(std::string_view name) const { return taken_elsewhere_ && taken_elsewhere_(name); }
 
@@ -107,7 +111,11 @@ class Namespace {
   std::string pool_;
   std::vector<Entry> entries_;
   IndexSet used_;                                               // the taken names
-  FlatMap<std::string, uint64_t, StringViewHash> next_suffix_;  // base -> k: base_1..base_{k-1} taken
+  // FX's _base_count: base -> the suffix it was last given. kBigCount: the
+  // count is beyond 64 bits, in big_counts_ as decimal digits.
+  static constexpr uint64_t kBigCount = UINT64_MAX;
+  FlatMap<std::string, uint64_t, StringViewHash> base_count_;
+  std::unordered_map<std::string, std::string> big_counts_;
   PointerIndexMap names_of_;                                    // obj -> its name's index
   std::function<bool(std::string_view)> taken_elsewhere_;
 };

@@ -1,4 +1,4 @@
-// fxcpp against torch.fx 1.13, byte for byte.
+// fxcpp against torch.fx 2.14, byte for byte.
 //
 // Every case of cases.json is built here with fxcpp's public Graph API and by
 // oracle.py with torch.fx; the graph printout (Graph::to_string), the generated
@@ -357,7 +357,7 @@ TEST_P(Conformance, MatchesTorchFx) {
   const json& expected_all = expected_file();
   if (expected_all.is_null())
     GTEST_SKIP() << expected_path() << " is missing: the oracle did not run (`ctest -L conformance` runs "
-                 << "it first) or was skipped because /usr/bin/python3 cannot import torch";
+                 << "it first) or was skipped because FXCPP_PYTHON cannot import torch";
   ASSERT_TRUE(expected_all["cases"].contains(name))
       << "expected.json has no case " << name << ": rerun the oracle";
   const json& expected = expected_all["cases"][name];
@@ -445,8 +445,8 @@ TEST(ConformanceHarness, CaseNamesAreUniqueTestNames) {
 TEST(ConformanceHarness, ExpectedCoversEveryCase) {
   const json& expected = expected_file();
   if (expected.is_null()) GTEST_SKIP() << expected_path() << " is missing: the oracle did not run";
-  EXPECT_EQ(expected["torch_version"].get<std::string>().rfind("1.13", 0), 0u)
-      << "the oracle ran torch " << expected["torch_version"] << ", the reference is torch.fx 1.13";
+  EXPECT_EQ(expected["torch_version"].get<std::string>().rfind("2.14", 0), 0u)
+      << "the oracle ran torch " << expected["torch_version"] << ", the reference is torch.fx 2.14";
   std::vector<std::string> names = case_names();
   EXPECT_EQ(expected["cases"].size(), names.size()) << "expected.json is stale: rerun the oracle";
   for (const auto& n : names) EXPECT_TRUE(expected["cases"].contains(n)) << n;

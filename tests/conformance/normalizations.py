@@ -1,4 +1,4 @@
-"""The one place where torch.fx 1.13's text is rewritten before fxcpp's is compared to it.
+"""The one place where torch.fx 2.14's text is rewritten before fxcpp's is compared to it.
 
 fxcpp aims to print exactly what torch.fx prints. Where the two differ by design
 (never by accident), the difference is listed here, with the reason, and the oracle
@@ -10,19 +10,16 @@ tokens: a qualified name is only replaced where it is not part of a longer name.
 
 import re
 
-# Pairs that do not depend on the cases.
-FIXED = [
-    ("[#users=", "[num_users=",
-     "torch.fx 1.13 prints '[#users=N]' in the graph printout; torch.fx >= 2.1, and fxcpp, print '[num_users=N]'."),
-]
+# Pairs that do not depend on the cases: none since torch.fx 2.x.
+FIXED = []
 
 
 def functional_pairs(targets):
     """For each torch.nn.functional.X target used, the name torch.fx 1.13 prints for it, if different.
 
-    In torch 1.13 several functions of torch.nn.functional (gelu, linear, softplus, ...)
-    are the C++ builtins of torch._C._nn themselves, so torch.fx prints their
-    __module__ (torch._C._nn.gelu). fxcpp knows a target only by the name it was given
+    In torch 2.14 several functions of torch.nn.functional (gelu, linear, softplus,
+    conv2d, ...) are the C++ builtins of torch._C._nn or torch themselves, so torch.fx
+    prints their __module__ (torch._C._nn.gelu, torch.conv2d). fxcpp knows a target only by the name it was given
     and prints torch.nn.functional.gelu. The pairs are computed, not listed, so that any
     new case using such a function is normalized the same way.
     """
@@ -37,7 +34,7 @@ def functional_pairs(targets):
         qualified = _get_qualified_name(fn)
         if qualified != target:
             pairs.append((qualified, target,
-                          f"torch 1.13's F.{fn.__name__} is the builtin {qualified}; torch.fx prints the "
+                          f"torch 2.14's F.{fn.__name__} is the builtin {qualified}; torch.fx prints the "
                           f"builtin's module, fxcpp the public name {target}."))
     return pairs
 

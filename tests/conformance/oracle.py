@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torch.fx oracle for fxcpp's conformance test.
 
-    /usr/bin/python3 oracle.py cases.json expected.json
+    python oracle.py cases.json expected.json   # the venv python of scripts/env.sh
 
-Builds every case of cases.json with torch.fx (torch 1.13) and writes what torch.fx
+Builds every case of cases.json with torch.fx (torch 2.14) and writes what torch.fx
 prints for it, after the normalizations of normalizations.py:
 
     {"torch_version": ..., "normalizations": [[from, to, why], ...],
