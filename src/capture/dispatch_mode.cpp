@@ -1,17 +1,23 @@
 // How capture sees every operator: a boxed fallback on a functionality key
 // (recorder.h: kBelowAutogradKey, kAboveAutogradKey), switched on for the
-// capturing thread only (c10's thread-local included key set).
-// docs/capture.md says why.
+// capturing thread only (c10's thread-local included key set); and, below
+// autograd, an entry on c10's dispatch mode stack, so that LibTorch behaves
+// as under make_fx's mode. docs/capture.md says why.
 #include "recorder.h"
 
 #include <fx/error.h>
 #include <fx/value.h>
 
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/alias_ops.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/PyInterpreter.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/library.h>
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 namespace fx::capture_detail {
 
@@ -37,9 +43,130 @@ void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
         " ran on another thread than the one capturing (it inherited the capture's dispatch state, "
         "as at::launch passes it on); fx::capture records the operators of one thread. Run this "
         "part of the code on the capturing thread");
-  c10::impl::ExcludeDispatchKeyGuard off(key);
-  op.redispatchBoxed(keys.remove(key), stack);
+  c10::impl::ExcludeDispatchKeyGuard off(capture_keys(key));
+  op.redispatchBoxed(keys - capture_keys(key), stack);
 }
+
+// ---- the dispatch mode stack ------------------------------------------------
+//
+// make_fx's ProxyTorchDispatchMode sits on c10's dispatch mode stack, and
+// LibTorch's C++ asks that stack whether a mode is active:
+// - TensorImpl::shallow_copy_and_detach (autograd saving an output for the
+//   backward, and unpacking it there) hands the copy to the mode's
+//   interpreter as a `detach` call; make_fx records it, as aten.alias (its
+//   default decompositions map detach to alias);
+// - at::isTensorSubclassLike is true under a mode, so composite kernels and
+//   backward formulas take their out-of-place paths (linear adds the bias
+//   with add, not add_; the engine sums gradients with add, not add_).
+// A capture below autograd puts an entry of its own on that stack, so that
+// LibTorch takes the paths it takes under make_fx. The entry's interpreter
+// is this C++ vtable, not Python: its detach records aten::alias. Pushing a
+// mode also turns on the Python keys; the capture's calls run below them
+// (capture_keys), so their fallback never hands a call to this vtable.
+
+// Where a shallow copy lands while this thread captures below autograd: an
+// aten::alias call, which the fallback records like any operator.
+c10::intrusive_ptr<c10::TensorImpl> detach_under_capture(const c10::TensorImpl* self) {
+  Recorder* r = active_recorder;
+  if (r && r->key() == kBelowAutogradKey) {
+    at::Tensor t(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+        const_cast<c10::TensorImpl*>(self)));
+    // Below autograd, as make_fx's mode receives it: the copy has no history.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::_ops::alias::call(t).getIntrusivePtr();
+  }
+  // Another thread that inherited the mode (its calls are refused by the
+  // fallback), or a capture above autograd: a plain copy, as without a mode.
+  c10::impl::ExcludeDispatchKeyGuard no_mode(c10::DispatchKey::Python);
+  return self->shallow_copy_and_detach(self->version_counter(), self->allow_tensor_metadata_change());
+}
+
+[[noreturn]] void not_a_python_tensor(const char* what) {
+  throw Error(std::string("capture: LibTorch asked fxcpp's dispatch mode for ") + what +
+              ", which only a Python tensor answers; fx::capture makes none");
+}
+
+// The calls c10 makes to a mode's interpreter that are not about a Python
+// tensor are detach and dispatch (and reference counting, of an object that
+// is not one); the rest are asked of tensors with the Python key.
+struct CaptureInterpreter final : c10::impl::PyInterpreterVTable {
+  std::string name() const override { return "fxcpp capture"; }
+  void incref(PyObject*) const override {}
+  void decref(PyObject*) const override {}
+  bool try_incref(const c10::impl::PyObjectSlot&) const override { return false; }
+  size_t refcnt(PyObject*) const override { return 1; }
+  c10::intrusive_ptr<c10::TensorImpl> detach(const c10::TensorImpl* self) const override {
+    return detach_under_capture(self);
+  }
+  // Reached only through the Python key, which the capture's calls run
+  // below: run the operator below it, as if the key were off.
+  void dispatch(const c10::OperatorHandle& op, torch::jit::Stack* stack) const override {
+    c10::impl::ExcludeDispatchKeyGuard off(
+        c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
+    op.callBoxed(stack);
+  }
+  void reportErrorCallback(PyObject*, c10::DispatchKey) const override { not_a_python_tensor("an error callback"); }
+  void python_op_registration_trampoline(const c10::OperatorHandle&, c10::DispatchKey, c10::DispatchKeySet,
+                                         torch::jit::Stack*, bool, bool) const override {
+    not_a_python_tensor("a Python operator registration");
+  }
+  void throw_abstract_impl_not_imported_error(std::string opname, const char*, const char*) const override {
+    throw Error("capture: " + opname + " has its abstract implementation in a Python module");
+  }
+  void python_dispatcher(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*) const override {
+    not_a_python_tensor("the Python dispatcher");
+  }
+  bool is_contiguous(const c10::TensorImpl*, at::MemoryFormat) const override { not_a_python_tensor("is_contiguous"); }
+  c10::SymBool sym_is_contiguous(const c10::TensorImpl*, at::MemoryFormat) const override {
+    not_a_python_tensor("sym_is_contiguous");
+  }
+  bool is_strides_like(const c10::TensorImpl*, at::MemoryFormat) const override {
+    not_a_python_tensor("is_strides_like");
+  }
+  bool is_non_overlapping_and_dense(const c10::TensorImpl*) const override {
+    not_a_python_tensor("is_non_overlapping_and_dense");
+  }
+  c10::Device device(const c10::TensorImpl*) const override { not_a_python_tensor("device"); }
+  int64_t dim(const c10::TensorImpl*) const override { not_a_python_tensor("dim"); }
+  c10::IntArrayRef strides(const c10::TensorImpl*) const override { not_a_python_tensor("strides"); }
+  c10::IntArrayRef sizes(const c10::TensorImpl*) const override { not_a_python_tensor("sizes"); }
+  c10::SymIntArrayRef sym_sizes(const c10::TensorImpl*) const override { not_a_python_tensor("sym_sizes"); }
+  c10::Layout layout(const c10::TensorImpl*) const override { not_a_python_tensor("layout"); }
+  int64_t numel(const c10::TensorImpl*) const override { not_a_python_tensor("numel"); }
+  c10::SymInt sym_numel(const c10::TensorImpl*) const override { not_a_python_tensor("sym_numel"); }
+  c10::SymIntArrayRef sym_strides(const c10::TensorImpl*) const override { not_a_python_tensor("sym_strides"); }
+  c10::SymInt sym_storage_offset(const c10::TensorImpl*) const override {
+    not_a_python_tensor("sym_storage_offset");
+  }
+  // GPU tracing reports to Python's tracer; there is none to tell.
+  void trace_gpu_event_creation(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_event_deletion(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_event_record(c10::DeviceType, uintptr_t, uintptr_t) const override {}
+  void trace_gpu_event_wait(c10::DeviceType, uintptr_t, uintptr_t) const override {}
+  void trace_gpu_memory_allocation(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_memory_deallocation(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_stream_creation(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_device_synchronization(c10::DeviceType) const override {}
+  void trace_gpu_stream_synchronization(c10::DeviceType, uintptr_t) const override {}
+  void trace_gpu_event_synchronization(c10::DeviceType, uintptr_t) const override {}
+  void reset_backward_hooks(const c10::TensorImpl*) const override {}
+};
+
+// Pushes the capture's entry on this thread's mode stack for a scope. The
+// entry's object is a tag: nothing reads it but this interpreter.
+class ModeOnStack {
+ public:
+  ModeOnStack() {
+    static const CaptureInterpreter vtable;
+    static c10::impl::PyInterpreter interpreter(&vtable);
+    static char tag;
+    c10::impl::TorchDispatchModeTLS::push_non_infra_mode_onto_stack(
+        std::make_shared<c10::impl::PyObject_TorchDispatchMode>(reinterpret_cast<PyObject*>(&tag), &interpreter));
+  }
+  ~ModeOnStack() { c10::impl::TorchDispatchModeTLS::pop_stack(); }
+  ModeOnStack(const ModeOnStack&) = delete;
+  ModeOnStack& operator=(const ModeOnStack&) = delete;
+};
 
 // The registrations live as long as the process: a static pointer keeps
 // them reachable (for leak checkers) and never destroys them.
@@ -88,6 +215,8 @@ void run_recording(Recorder& recorder, const std::function<void()>& body) {
   active_recorder = &recorder;
   ++captures_running;
   c10::impl::IncludeDispatchKeyGuard on(recorder.key());
+  std::optional<ModeOnStack> mode;
+  if (recorder.key() == kBelowAutogradKey) mode.emplace();
   body();
 }
 

@@ -50,6 +50,11 @@ bool lifting(const c10::OperatorHandle* op) {
   return name == "aten::lift_fresh" || name == "aten::lift" || name == "aten::lift_fresh_copy";
 }
 
+const c10::OperatorName& detach_name() {
+  static const c10::OperatorName name("aten::detach", "");
+  return name;
+}
+
 bool is_kind(const c10::TypePtr& type, c10::TypeKind kind) {
   if (!type) return false;
   if (type->kind() == kind) return true;
@@ -287,6 +292,14 @@ void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet ke
                            torch::jit::Stack* stack) {
   const size_t first = stack->size() - op.schema().arguments().size();
   last_operator_ = &op;
+  if (options_.decompose && op.operator_name() == detach_name()) {
+    // make_fx's default decompositions run detach as aten::alias (the
+    // graph runs without autograd, where the two are the same): the call
+    // goes to alias, which reaches this fallback and is recorded.
+    static const c10::OperatorHandle alias = c10::Dispatcher::singleton().findSchemaOrThrow("aten::alias", "");
+    alias.callBoxed(stack);
+    return;
+  }
   if (options_.decompose && op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
     // Below Autograd these come decomposed; one that arrives anyway (called
     // from below Autograd) runs its decomposition here, with this mode still
@@ -306,8 +319,8 @@ void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet ke
 }
 
 void Recorder::redispatch(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-  c10::impl::ExcludeDispatchKeyGuard off(key_);
-  op.redispatchBoxed(keys.remove(key_), stack);
+  c10::impl::ExcludeDispatchKeyGuard off(capture_keys(key_));
+  op.redispatchBoxed(keys - capture_keys(key_), stack);
 }
 
 // ---- checks ----------------------------------------------------------------

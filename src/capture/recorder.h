@@ -30,6 +30,14 @@ namespace fx::capture_detail {
 constexpr c10::DispatchKey kBelowAutogradKey = c10::DispatchKey::Fake;
 constexpr c10::DispatchKey kAboveAutogradKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
 
+// What the operators a capture runs itself (the recorded call, and the
+// graph's bookkeeping calls) run below: its key, and the Python keys c10
+// turns on while a mode is on its dispatch mode stack (dispatch_mode.cpp
+// puts one there), whose fallback would hand the call to the mode.
+inline c10::DispatchKeySet capture_keys(c10::DispatchKey key) {
+  return c10::DispatchKeySet({key, c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot});
+}
+
 // A weak reference pins a TensorImpl's address (the object, not the
 // tensor's storage, stays allocated), so a freed tensor's address is never
 // mistaken for a new tensor's; and it leaves use_count() alone, which
@@ -146,10 +154,14 @@ class Recorder {
                   const torch::jit::Stack& outputs, size_t first);
   at::Tensor base_of(const at::Tensor& t);
   // After `t` was bound to its updated value: the update is pending on its
-  // base, and the other aliases are stale.
+  // base, and every alias of the base is stale, `t` included.
   void updated_in_place(const at::Tensor& t);
-  // Before `t` is read: pending updates are written into its base, and `t`
-  // is replayed from the base if the base changed since `t` was bound.
+  // Writes the pending updates of `base` into the storage's value and
+  // returns that value.
+  at::Tensor apply_updates(const at::Tensor& base);
+  // Before `t` is read, and right after it is updated: pending updates are
+  // written into its storage's value, and `t` is replayed from it if the
+  // storage changed since `t` was bound.
   void sync(const at::Tensor& t);
   [[noreturn]] void fail(const std::string& message) const;
   std::string describe(const Node* n) const;
@@ -192,6 +204,10 @@ class Recorder {
   std::unordered_map<const c10::StorageImpl*, std::vector<AliasView>> alias_tensors_;  // by storage
   std::unordered_map<const c10::TensorImpl*, uint64_t> updates_;
   std::unordered_map<const c10::TensorImpl*, std::vector<Pending>> pending_;
+  // The value of each base's storage with the updates applied so far (the
+  // base until the first update): what a stale alias is replayed from. The
+  // base itself is an alias too, and keeps its old value until it is read.
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> storage_values_;
   bool reads_sync_ = true;
   // Clears reads_sync_ for a scope.
   struct ReadsWithoutSync {

@@ -12,6 +12,8 @@
 #include <torch/torch.h>
 
 #include <ATen/Parallel.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 
 #include <future>
 #include <regex>
@@ -123,6 +125,36 @@ TEST(Capture, DecomposeFalseRefusesTheCopiesAutogradSavesUnseen) {
   EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), step({x}).toTensor()));
 }
 
+TEST(Capture, AutogradCopiesAndDetachAreAliasesAsInMakeFx) {
+  // Autograd saves relu's output for the backward as a copy and unpacks it
+  // there as another; make_fx sees both (through its dispatch mode) and an
+  // explicit detach as aten.alias, and so does capture.
+  auto w = torch::randn({3}, torch::requires_grad());
+  auto step = [&](const Inputs& in) -> c10::IValue {
+    auto y = torch::relu(in[0].toTensor() * w);
+    auto g = torch::autograd::grad({y.sum()}, {w})[0];
+    return c10::ivalue::Tuple::create({g, y.detach()});
+  };
+  auto gm = fx::capture(step, {torch::randn({3})});
+  const std::string code = gm->code();
+  EXPECT_NE(code.find("alias = torch.ops.aten.alias.default(relu)"), std::string::npos) << code;
+  EXPECT_NE(code.find("alias_1 = torch.ops.aten.alias.default(alias)"), std::string::npos) << code;
+  EXPECT_NE(code.find("torch.ops.aten.threshold_backward.default(expand, alias_1, 0)"), std::string::npos) << code;
+  EXPECT_NE(code.find("alias_2 = torch.ops.aten.alias.default(relu)"), std::string::npos) << code;
+  EXPECT_EQ(code.find("detach"), std::string::npos) << code;
+  auto x = torch::randn({3});
+  auto got = gm->run({x}).toTupleRef().elements();
+  auto want = step({x}).toTupleRef().elements();
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(torch::allclose(got[i].toTensor(), want[i].toTensor())) << i;
+  // The capture's entry on c10's dispatch mode stack is gone afterwards,
+  // also when the function throws.
+  EXPECT_EQ(c10::impl::TorchDispatchModeTLS::stack_len(), 0);
+  EXPECT_THROW(fx::capture([](const Inputs&) -> c10::IValue { throw std::runtime_error("no"); }, {}),
+               fx::TraceError);
+  EXPECT_EQ(c10::impl::TorchDispatchModeTLS::stack_len(), 0);
+  EXPECT_FALSE(c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python));
+}
+
 TEST(Capture, DataDependentOperatorsAreRefusedByName) {
   auto f = [](const Inputs& in) -> c10::IValue {
     auto x = in[0].toTensor();
@@ -159,7 +191,7 @@ TEST(Capture, InPlaceUpdateOfAnInputIsRefusedUnlessFunctionalized) {
             "    add = torch.ops.aten.add.Scalar(arg0_1, 1)\n"
             "    mul = torch.ops.aten.mul.Tensor(add, add)\n"
             "    relu = torch.ops.aten.relu.default(mul);  mul = None\n"
-            "    copy_ = torch.ops.aten.copy_.default(arg0_1, add);  arg0_1 = add = None\n"
+            "    copy_ = torch.ops.aten.copy_.default(arg0_1, add);  arg0_1 = add = copy_ = None\n"
             "    return relu\n    ");
   // Running it updates the input as the code does.
   auto a = x.clone(), b = x.clone();
