@@ -127,7 +127,9 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
       }
     }
     bind(u.tensor, updates.size() == 1 ? node : getitem(node, static_cast<int64_t>(k)));
+    // As 2.x's functionalization kernels: commit_update, then sync.
     updated_in_place(u.tensor);
+    sync(u.tensor);
   }
   return true;
 }

@@ -1,16 +1,21 @@
 // CaptureOptions::functionalize for views, as PyTorch's functionalization
-// does it (FunctionalStorageImpl, FunctionalInverses.cpp in 1.13):
-// - a view op is recorded as it is, and remembers how it was made from its
-//   base (the chain of view ops from the tensor that owns the storage);
-// - an in-place update of a view is recorded out of place and left pending
-//   on the base; the next time any alias of that base is read, the pending
-//   updates are applied: the intermediate views are replayed from the base
-//   and the update is written into each with the view's inverse
-//   (select_scatter, slice_scatter, view back to the old shape, ...);
-// - a view read after its base changed is replayed from the new base.
+// does it (FunctionalTensorWrapper, FunctionalStorageImpl and
+// FunctionalInverses.cpp in 2.x):
+// - a view op is recorded as it is, reading its `self` as it is (not
+//   synced), and remembers how it was made from its base (the chain of view
+//   ops from the tensor that owns the storage);
+// - an in-place update of an alias is recorded out of place and, at once
+//   (the functionalization kernel's commit_update and sync), written into
+//   the storage's value: the intermediate views are replayed from it and
+//   the update goes back through each with the view's inverse
+//   (select_scatter, slice_scatter, view back to the old shape, ...); then
+//   the updated alias is replayed from the new value (even when nothing
+//   reads it: make_fx keeps that dead replay too);
+// - any other alias, the base included, is replayed from the storage's
+//   value when it is next read (by an operator other than a view op, or as
+//   an output), if the storage changed since it was made or last read.
 // The graph then holds no in-place op and no stale alias, and its text is
-// make_fx(functionalize(f))'s (but where 1.13 returns a stale alias:
-// docs/capture.md).
+// make_fx(functionalize(f))'s.
 #include "recorder.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -41,7 +46,7 @@ torch::jit::Stack Recorder::call(const c10::OperatorHandle& op, torch::jit::Stac
     // Run below autograd and below this capture's key: these calls are the
     // graph's bookkeeping, not the user's operators.
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    c10::impl::ExcludeDispatchKeyGuard off(key_);
+    c10::impl::ExcludeDispatchKeyGuard off(capture_keys(key_));
     op.callBoxed(stack);
   }
   bind_outputs(*node, stack, 0, op.schema().returns().size());
@@ -166,13 +171,34 @@ void Recorder::updated_in_place(const at::Tensor& t) {
   auto it = find_alias(t);
   if (it == aliases_.end()) return;  // no views: its node is all there is
   const c10::TensorImpl* base = it->second.base.unsafeGetTensorImpl();
-  it->second.generation = ++updates_[base];
-  // The value as of now, on its own TensorImpl (made without an operator
-  // call): `t` may be updated again before the base is synced.
+  // `t` has not seen its own update (its generation stays behind), so the
+  // sync that follows writes it into the base and replays `t` from there.
+  ++updates_[base];
+  // The value as of now, on its own TensorImpl, made without an operator
+  // call (the Python key off: the mode on c10's stack would record it).
+  c10::impl::ExcludeDispatchKeyGuard no_mode(c10::DispatchKey::Python);
   at::Tensor value(t.unsafeGetTensorImpl()->shallow_copy_and_detach(t.unsafeGetTensorImpl()->version_counter(),
                                                                     /*allow_tensor_metadata_change=*/false));
   bind(value, node_of(t));
   pending_[base].push_back(Pending{it->second.steps, std::move(value)});
+}
+
+at::Tensor Recorder::apply_updates(const at::Tensor& base) {
+  at::Tensor& storage = storage_values_.try_emplace(base.unsafeGetTensorImpl(), base).first->second;
+  auto pending = pending_.find(base.unsafeGetTensorImpl());
+  if (pending == pending_.end()) return storage;
+  std::vector<Pending> updates = std::move(pending->second);
+  pending_.erase(pending);
+  for (const Pending& u : updates) {
+    // The values of the storage and of each intermediate view, then the
+    // update written back through them, innermost first.
+    std::vector<at::Tensor> parents{storage};
+    for (size_t i = 0; i + 1 < u.steps.size(); ++i) parents.push_back(replay(parents.back(), u.steps[i]));
+    at::Tensor value = u.value;
+    for (size_t i = u.steps.size(); i-- > 0;) value = inverse(parents[i], value, u.steps[i]);
+    storage = value;
+  }
+  return storage;
 }
 
 void Recorder::sync(const at::Tensor& t) {
@@ -184,23 +210,8 @@ void Recorder::sync(const at::Tensor& t) {
   if (alias->second.generation == now) return;
   // The graph's bookkeeping calls below read without syncing.
   ReadsWithoutSync no_sync(*this);
-  auto pending = pending_.find(base.unsafeGetTensorImpl());
-  if (pending != pending_.end()) {
-    std::vector<Pending> updates = std::move(pending->second);
-    pending_.erase(pending);
-    for (const Pending& u : updates) {
-      // The values of the base and of each intermediate view, then the
-      // update written back through them, innermost first.
-      std::vector<at::Tensor> parents{base};
-      for (size_t i = 0; i + 1 < u.steps.size(); ++i) parents.push_back(replay(parents.back(), u.steps[i]));
-      at::Tensor value = u.value;
-      for (size_t i = u.steps.size(); i-- > 0;) value = inverse(parents[i], value, u.steps[i]);
-      bind(base, node_of(value));
-    }
-  }
+  at::Tensor value = apply_updates(base);
   alias->second.generation = now;
-  if (alias->second.steps.empty()) return;  // the base: bound above
-  at::Tensor value = base;
   for (const ViewStep& step : alias->second.steps) value = replay(value, step);
   bind(t, node_of(value));
 }
