@@ -8,12 +8,15 @@ import json
 import re
 import sys
 
-# Python's bindings spell out a factory's TensorOptions (dtype, layout,
-# device, pin_memory, memory_format) where C++ callers leave them None, or
-# pass others (backward's ones_like: preserve_format from Python,
-# contiguous_format from C++): on factory calls these keywords are dropped.
-FACTORY = re.compile(r"torch\.ops\.aten\.(ones|zeros|empty|full|rand|randn|arange|scalar_tensor)(_like)?\.")
-OPTION = r"(dtype|layout|device|pin_memory|memory_format)( = |: )(torch\.\w+|device\(type='\w+'\)|\w+)"
+# Python's argument parser fills in `pin_memory = False` on the factory
+# calls Python code makes (nn.LSTM's torch.zeros, autograd.grad's
+# torch.ones_like); C++ callers leave it None, and it is dropped (from the
+# code, `pin_memory = False`, and the graph's kwargs, `pin_memory: False`).
+PIN_MEMORY = re.compile(r"(, )?\bpin_memory(?: = |: )False\b(, )?")
+# The gradient autograd.grad starts from: Python's torch.autograd.grad makes
+# it with ones_like(memory_format=torch.preserve_format), C++'s
+# torch::autograd::grad with LEGACY_CONTIGUOUS_MEMORY_FORMAT.
+ONES_LIKE_FORMAT = re.compile(r"(torch\.ops\.aten\.ones_like\.default\b.*memory_format(?: = |: )torch\.)preserve_format")
 # Python binds `x * 2` to mul.Tensor with a wrapped number; C++'s operators
 # with a Scalar call the .Scalar overload.
 SCALAR_OVERLOAD = re.compile(r"(torch\.ops\.aten\.(?:add|sub|mul|div|rsub)_?)\.Scalar\b")
@@ -22,9 +25,8 @@ SCALAR_OVERLOAD = re.compile(r"(torch\.ops\.aten\.(?:add|sub|mul|div|rsub)_?)\.S
 def normalize(text):
     lines = []
     for line in text.splitlines(True):
-        if FACTORY.search(line):
-            line = re.sub(", " + OPTION, "", line)
-            line = re.sub(OPTION + "(, )?", "", line)
+        line = PIN_MEMORY.sub(lambda m: ", " if m.group(1) and m.group(2) else "", line)
+        line = ONES_LIKE_FORMAT.sub(r"\1contiguous_format", line)
         lines.append(SCALAR_OVERLOAD.sub(r"\1.Tensor", line))
     return "".join(lines)
 
@@ -34,14 +36,10 @@ def normalize(text):
 # and their captured graphs are still checked against eager runs in C++.
 KNOWN_DIFFERENCES = {
     "encoder_layer_eval": "fx::nn::MultiheadAttention runs LibTorch's C++ multi_head_attention_forward, which "
-                          "projects q, k and v separately; Python 1.13's projects them in one matmul",
+                          "projects q, k and v with three matmuls of the split in_proj weight and computes the "
+                          "attention with bmm and softmax; Python 2.x's projects them in one linear and calls "
+                          "scaled_dot_product_attention",
     "encoder_layer_grad": "as encoder_layer_eval",
-    "lstm_grad": "as lstm_forward",
-    "output_alias_of_updated_base": "torch 1.13's functionalize returns the alias `a` as it was before the "
-                                    "update of `y` through `a[1:]` (a stale value: the graph's second output "
-                                    "differs from eager's); fxcpp replays `a` from the updated `y`",
-    "lstm_forward": "ATen's linear decomposition adds the bias with add_ for plain tensors and with add for "
-                    "tensor subclasses (make_fx's tensors are Python subclasses)",
 }
 
 

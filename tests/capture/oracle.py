@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_fx (torch 1.13) on the programs of programs.py; writes, into the JSON
+"""make_fx (torch 2.x) on the programs of programs.py; writes, into the JSON
 file named on the command line, each program's graph text and code after the
 normalizations docs/capture.md lists (apply_normalizations below; compare.py
 applies the textual ones to both sides)."""
@@ -10,7 +10,7 @@ try:
     import torch
     import torch.fx
     from torch.fx.experimental.proxy_tensor import make_fx
-    from functorch import functionalize
+    from torch.func import functionalize
     import torchvision  # noqa: F401
 except ImportError:
     print('torch or torchvision is not importable; skipping', file=sys.stderr)
@@ -29,15 +29,12 @@ def node_name(graph, node):
 
 
 def normalize(gm, root):
-    """1. Parameters and buffers by path: make_fx 1.13 names every tensor it
-    reads `_param_constant<i>` / `_tensor_constant<i>`; fxcpp names the
+    """Parameters and buffers by path: make_fx names every tensor it reads
+    that is not an input `_param_constant<i>` / `_tensor_constant<i>` (it
+    traces a function, whose root has no parameters); fxcpp names the
     tensors of the captured module by their path (other tensors keep the
-    make_fx style, numbered in order of first use).
-    2. Python's autograd saves a forward output as a shallow copy that goes
-    through the Python dispatcher as `detach`, and unpacks it with another
-    `detach`; C++ makes that copy without an operator call. detach(detach(v))
-    is v; a detach of a forward output that nothing unpacks is dropped.
-    The graph is rebuilt with make_fx's naming, so names stay dense."""
+    make_fx style, numbered in order of first use). The graph is rebuilt
+    with make_fx's naming, so names stay dense."""
     paths = {}
     if root is not None:
         for n, p in root.named_parameters():
@@ -46,24 +43,9 @@ def normalize(gm, root):
             paths.setdefault(id(b), n)
     constants, counts = {}, {'p': 0, 't': 0}
     old = gm.graph
-    # detach(detach(v)) -> v, where the inner detach has no other users.
-    replace = {}
-    for n in old.nodes:
-        if n.target is torch.ops.aten.detach.default:
-            inner = n.args[0]
-            if isinstance(inner, torch.fx.Node) and inner.target is torch.ops.aten.detach.default \
-                    and len(inner.users) == 1:
-                replace[n] = inner.args[0]
-                replace[inner] = None
-            elif not n.users and n not in replace:
-                replace[n] = None
     g = torch.fx.Graph()
     env = {}
     for n in old.nodes:
-        if n in replace:
-            if replace[n] is not None:
-                env[n] = env[replace[n]]
-            continue
         if n.op == 'get_attr':
             t = getattr(gm, n.target)
             path = paths.get(id(t))
@@ -92,8 +74,7 @@ def main():
             fn = functionalize(fn)
         gm = make_fx(fn)(*inputs)
         g = normalize(gm, root)
-        out[name] = {'graph': str(g).replace('[#users=', '[num_users='),
-                     'code': g.python_code('self').src}
+        out[name] = {'graph': str(g), 'code': g.python_code('self').src}
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1)
 
