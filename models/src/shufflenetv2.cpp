@@ -16,7 +16,7 @@ Value channel_shuffle(const Value& x_, int64_t groups) {
   Value channels_per_group = fx::floordiv(size[1], groups);
   Value x = x_.view(size[0], groups, channels_per_group, size[2], size[3]);
   x = fx::call("torch.transpose", x, 1, 2).contiguous();
-  x = x.view(size[0], -1, size[2], size[3]);
+  x = x.view(size[0], size[1], size[2], size[3]);  // flatten
   return x;
 }
 

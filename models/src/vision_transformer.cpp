@@ -71,8 +71,8 @@ Value EncoderBlock::forward(const std::vector<Value>& args) {
   const Value& input = args[0];
   assert_3d(input);
   Value x = (*ln_1)(input);
-  // x, _ = self.self_attention(query=x, key=x, value=x, need_weights=False)
-  x = (*self_attention)(kw("query", x), kw("key", x), kw("value", x), kw("need_weights", false)).unpack(2)[0];
+  // x, _ = self.self_attention(x, x, x, need_weights=False)
+  x = (*self_attention)(x, x, x, kw("need_weights", false)).unpack(2)[0];
   x = (*dropout)(x);
   x = x + input;
   Value y = (*ln_2)(x);

@@ -1,8 +1,8 @@
-// The torchvision ports of fxcpp::models against torchvision 0.14 itself
+// The torchvision ports of fxcpp::models against torchvision 0.29 itself
 // (oracle.py writes torch.fx's texts, the Python model's state dict, an input
 // and PyTorch's output). For each model:
 //  - fx::symbolic_trace of the port prints the graph, the code and
-//    str(GraphModule) that torch.fx 1.13 prints for the Python model;
+//    str(GraphModule) that torch.fx 2.14 prints for the Python model;
 //  - with the Python model's state dict loaded, in eval mode, the port's eager
 //    output is allclose to PyTorch's (rtol 1e-4, atol 1e-5);
 //  - the GraphModule's output equals the eager port's, exactly.

@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.alexnet (0.14) in C++: AlexNet(num_classes=1000, dropout=0.5).
+// torchvision.models.alexnet (0.29) in C++: AlexNet(num_classes=1000, dropout=0.5).
 
 #include <fx/nn.h>
 #include <fx/nn/pooling.h>

@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.densenet (0.14) in C++: _DenseLayer, _DenseBlock,
+// torchvision.models.densenet (0.29) in C++: _DenseLayer, _DenseBlock,
 // _Transition, DenseNet and the densenet121 builder. (C++ reserves names
 // that begin with an underscore and a capital, so the C++ classes drop the
 // underscore; their type names keep it.) memory_efficient (checkpointing)

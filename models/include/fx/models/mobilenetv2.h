@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.mobilenetv2 (0.14) in C++: Conv2dNormActivation
+// torchvision.models.mobilenetv2 (0.29) in C++: Conv2dNormActivation
 // (torchvision.ops.misc), InvertedResidual, MobileNetV2 and the mobilenet_v2
 // builder.
 

@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.resnet (0.14) in C++: BasicBlock, Bottleneck, ResNet and
+// torchvision.models.resnet (0.29) in C++: BasicBlock, Bottleneck, ResNet and
 // the resnet18 / resnet50 builders. Submodule names, nesting and forward are
 // torchvision's, so symbolic_trace records the graph torch.fx records for the
 // Python model and fx::load_state_dict reads its state dict.

@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.shufflenetv2 (0.14) in C++: channel_shuffle,
+// torchvision.models.shufflenetv2 (0.29) in C++: channel_shuffle,
 // InvertedResidual, ShuffleNetV2 and the shufflenet_v2_x1_0 builder.
 
 #include <fx/nn.h>

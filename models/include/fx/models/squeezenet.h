@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.squeezenet (0.14) in C++: Fire, SqueezeNet(version="1_0",
+// torchvision.models.squeezenet (0.29) in C++: Fire, SqueezeNet(version="1_0",
 // num_classes=1000, dropout=0.5) and the squeezenet1_0 builder.
 
 #include <fx/nn.h>

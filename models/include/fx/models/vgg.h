@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.vgg (0.14) in C++: VGG(features, num_classes=1000,
+// torchvision.models.vgg (0.29) in C++: VGG(features, num_classes=1000,
 // init_weights=True, dropout=0.5), make_layers and the vgg11 builder.
 
 #include <fx/nn.h>

@@ -1,5 +1,5 @@
 #pragma once
-// torchvision.models.vision_transformer (0.14) in C++: MLPBlock,
+// torchvision.models.vision_transformer (0.29) in C++: MLPBlock,
 // EncoderBlock, Encoder and VisionTransformer (the class behind vit_b_16 and
 // the others, with any size: vit_b_16 is VisionTransformer(224, 16, 12, 12,
 // 768, 3072)). Not ported: representation_size and conv_stem_configs.
