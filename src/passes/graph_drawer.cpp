@@ -1,9 +1,11 @@
-// FxGraphDrawer: the DOT text of torch/fx/passes/graph_drawer.py 1.13 as
-// pydot 1.4 prints it.
+// FxGraphDrawer: the DOT text of torch/fx/passes/graph_drawer.py (torch 2.14)
+// as pydot 4 prints it.
 #include <fx/passes/graph_drawer.h>
 #include <fx/passes/shape_prop.h>
 
 #include <array>
+#include <initializer_list>
+#include <optional>
 #include <unordered_map>
 
 #include "../ir/repr.h"
@@ -14,48 +16,81 @@ namespace fx::passes {
 
 namespace {
 
-// ---- pydot's quoting --------------------------------------------------------
+// ---- pydot's quoting (pydot 4: core.py) ------------------------------------
 
 bool is_alpha_(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-// pydot.needs_quotes: whether `s` is not a bare DOT ID.
-bool needs_quotes(std::string_view s) {
-  for (std::string_view k : {"graph", "subgraph", "digraph", "node", "edge", "strict"})
-    if (s == k) return false;
-  bool dbl_quoted = s.size() >= 2 && s.front() == '"' && s.back() == '"';
-  bool html = s.size() >= 2 && s.front() == '<' && s.back() == '>';
-  bool odd_chars = false;
-  for (char c : s) odd_chars = odd_chars || static_cast<unsigned char>(c) > 0x7f || c == 0;
-  if (odd_chars && !dbl_quoted && !html) return true;
-  auto all_of = [&](std::string_view t, auto pred) {
-    for (char c : t)
-      if (!pred(c)) return false;
-    return true;
-  };
-  // [_a-zA-Z][a-zA-Z0-9_,]*
-  if (!s.empty() && is_alpha_(s[0]) &&
-      all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c) || c == ','; }))
-    return false;
-  // [0-9,]+
-  if (!s.empty() && all_of(s, [](char c) { return is_digit(c) || c == ','; })) return false;
-  if (dbl_quoted || html) return false;
-  // [_a-zA-Z][a-zA-Z0-9_,:"]*[a-zA-Z0-9_,"]+
-  if (s.size() >= 2 && is_alpha_(s[0]) &&
-      all_of(s.substr(1),
-             [](char c) { return is_alpha_(c) || is_digit(c) || c == ',' || c == ':' || c == '"'; }) &&
-      s.back() != ':')
-    return false;
-  // ([^:]*):([^:]*)
-  size_t colon = s.find(':');
-  if (colon != std::string_view::npos && s.find(':', colon + 1) == std::string_view::npos)
-    return needs_quotes(s.substr(0, colon)) || needs_quotes(s.substr(colon + 1));
+template <class Pred>
+bool all_of(std::string_view s, Pred pred) {
+  for (char c : s)
+    if (!pred(c)) return false;
   return true;
 }
 
-// pydot.quote_if_necessary.
-std::string quote(std::string_view s) {
-  if (s.empty() || !needs_quotes(s)) return std::string(s);
+std::string to_lower(std::string_view s) {
+  std::string lower(s);
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return lower;
+}
+
+// pydot compares names with the DOT keywords case-insensitively (s.lower()).
+bool is_dot_keyword(std::string_view s) {
+  std::string lower = to_lower(s);
+  for (std::string_view k : {"graph", "subgraph", "digraph", "node", "edge", "strict"})
+    if (lower == k) return true;
+  return false;
+}
+
+// pydot's re_numeric: ^([0-9]+\.?[0-9]*|[0-9]*\.[0-9]+)$, i.e. digits with at
+// most one '.', and at least one digit.
+bool is_numeric(std::string_view s) {
+  size_t dot = s.find('.');
+  if (dot != std::string_view::npos && s.find('.', dot + 1) != std::string_view::npos) return false;
+  size_t digits = 0;
+  for (char c : s) {
+    if (c == '.') continue;
+    if (!is_digit(c)) return false;
+    ++digits;
+  }
+  return digits > 0;
+}
+
+// pydot.any_needs_quotes: true, false, or nullopt when it cannot tell.
+std::optional<bool> any_needs_quotes(std::string_view s) {
+  if (!s.empty() && all_of(s, is_digit)) return false;
+  if (!s.empty() && all_of(s, is_alnum)) return is_digit(s[0]);
+  bool dbl_quoted = s.size() >= 2 && s.front() == '"' && s.back() == '"';
+  bool html = s.size() >= 2 && s.front() == '<' && s.back() == '>';
+  bool high_chars = !all_of(s, [](char c) { return static_cast<unsigned char>(c) <= 0x7f && c != 0; });
+  if (high_chars && !dbl_quoted && !html) return true;
+  if (is_numeric(s) || dbl_quoted || html) return false;
+  return std::nullopt;
+}
+
+// pydot.id_needs_quotes: whether `s` is not a bare DOT ID.
+bool id_needs_quotes(std::string_view s) {
+  if (is_dot_keyword(s)) return false;
+  if (auto any = any_needs_quotes(s)) return *any;
+  // ^[_a-zA-Z][a-zA-Z0-9_]*$
+  if (!s.empty() && is_alpha_(s[0]) && all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c); }))
+    return false;
+  // ^[_a-zA-Z][a-zA-Z0-9_:"]*[a-zA-Z0-9_"]+$
+  if (s.size() >= 2 && is_alpha_(s[0]) &&
+      all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c) || c == ':' || c == '"'; }) &&
+      s.back() != ':')
+    return false;
+  // ^([^:]*):([^:]*)$
+  size_t colon = s.find(':');
+  if (colon != std::string_view::npos && s.find(':', colon + 1) == std::string_view::npos)
+    return id_needs_quotes(s.substr(0, colon)) || id_needs_quotes(s.substr(colon + 1));
+  return true;
+}
+
+// pydot.make_quoted.
+std::string make_quoted(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"')
@@ -68,6 +103,29 @@ std::string quote(std::string_view s) {
       out += c;
   }
   return out + "\"";
+}
+
+// pydot.quote_id_if_necessary, for node and graph names. A node's own
+// statement leaves the keywords graph/node/edge bare (Node.to_string passes
+// them as unquoted_keywords); an edge's endpoints and a graph's name do not.
+std::string quote_id(std::string_view s, bool node_statement = false) {
+  if (s.empty()) return std::string(s);
+  if (is_dot_keyword(s)) {
+    std::string lower = to_lower(s);
+    if (node_statement && (lower == "graph" || lower == "node" || lower == "edge")) return std::string(s);
+    return make_quoted(s);
+  }
+  return id_needs_quotes(s) ? make_quoted(s) : std::string(s);
+}
+
+// pydot.quote_attr_if_necessary, for attribute values: quoted unless surely
+// safe bare.
+std::string quote_attr(std::string_view s) {
+  if (s.empty()) return "\"\"";  // Common._format_attr writes "" for an empty value
+  if (is_dot_keyword(s)) return make_quoted(s);
+  auto any = any_needs_quotes(s);
+  if (any && !*any) return std::string(s);
+  return make_quoted(s);
 }
 
 std::string escape_braces(std::string_view s) {
@@ -142,7 +200,8 @@ std::string format_arg(const Argument& a) {
   return out;
 }
 
-// _get_str_for_args_kwargs.
+// _get_str_for_args_kwargs. A single item is written on one line: FX drops
+// every "\l" and "\n" from the text then, the item's own included.
 std::string args_label(std::vector<std::string> strs, bool is_kwargs, bool skip_node_names) {
   if (skip_node_names)
     std::erase_if(strs, [](const std::string& s) { return s.find('%') != std::string::npos; });
@@ -150,6 +209,20 @@ std::string args_label(std::vector<std::string> strs, bool is_kwargs, bool skip_
   std::string out = is_kwargs ? "|kwargs={\\l" : "|args=(\\l";
   for (size_t i = 0; i < strs.size(); ++i) out += (i ? ",\\n" : "") + strs[i];
   out += is_kwargs ? ",\\n}\\l" : ",\\n)\\l";
+  if (strs.size() == 1) {
+    // str.replace(r"\l", "") and then str.replace(r"\n", ""), each left to right.
+    for (std::string_view pat : {"\\l", "\\n"}) {
+      std::string kept;
+      for (size_t i = 0; i < out.size();) {
+        if (out.compare(i, pat.size(), pat) == 0) {
+          i += pat.size();
+        } else {
+          kept += out[i++];
+        }
+      }
+      out = std::move(kept);
+    }
+  }
   return escape_braces(out);
 }
 
@@ -230,16 +303,43 @@ std::string node_label(const GraphModule& gm, const Node& n, bool skip_node_name
   return label + "}";
 }
 
-// pydot's Node.to_string with FX's style dict (attributes sorted by name).
-void add_node(std::string& out, std::string_view name, const std::string& fillcolor,
-              const std::string& label) {
-  out += quote(name);
-  out += " [fillcolor=" + quote(fillcolor) + ", fontcolor=\"#000000\", label=" + quote(label) +
-         ", shape=record, style=\"filled,rounded\"];\n";
+// pydot's Node.to_string: the attributes in the order of FX's dict.
+void add_node(std::string& out, std::string_view name,
+              std::initializer_list<std::pair<std::string_view, std::string_view>> attrs) {
+  out += quote_id(name, /*node_statement=*/true) + " [";
+  bool first = true;
+  for (const auto& [key, value] : attrs) {
+    out += first ? "" : ", ";
+    out += std::string(key) + "=" + quote_attr(value);
+    first = false;
+  }
+  out += "];\n";
+}
+
+// A node of the graph: pydot.Node(node.name, label=..., **_get_node_style(node)).
+void add_graph_node(std::string& out, std::string_view name, const std::string& fillcolor,
+                    const std::string& label) {
+  add_node(out, name,
+           {{"label", label},
+            {"shape", "record"},
+            {"fillcolor", fillcolor},
+            {"style", "\"filled,rounded\""},
+            {"fontcolor", "#000000"}});
+}
+
+// A parameter or buffer: pydot.Node(pname, label=..., **_WEIGHT_TEMPLATE),
+// whose "shape" FxGraphDrawer.__init__ adds after the other three.
+void add_weight_node(std::string& out, std::string_view name, const std::string& label) {
+  add_node(out, name,
+           {{"label", label},
+            {"fillcolor", "Salmon"},
+            {"style", "\"filled,rounded\""},
+            {"fontcolor", "#000000"},
+            {"shape", "record"}});
 }
 
 void add_edge(std::string& out, std::string_view from, std::string_view to) {
-  out += quote(from) + " -> " + quote(to) + ";\n";
+  out += quote_id(from) + " -> " + quote_id(to) + ";\n";
 }
 
 }  // namespace
@@ -280,10 +380,10 @@ const DotGraph& FxGraphDrawer::get_submod_dot_graph(std::string_view submod_name
 }
 
 DotGraph FxGraphDrawer::to_dot(const GraphModule& gm, const std::string& name) const {
-  std::string out = "digraph " + quote(name) + " {\nrankdir=TB;\n";
+  std::string out = "digraph " + quote_id(name) + " {\nrankdir=TB;\n";
   for (Node* n : gm.graph().nodes()) {
     if (ignore_getattr_ && n->op() == Op::get_attr) continue;
-    add_node(out, n->name(), fill_color(*n), node_label(gm, *n, skip_node_names_in_args_));
+    add_graph_node(out, n->name(), fill_color(*n), node_label(gm, *n, skip_node_names_in_args_));
     if (n->op() != Op::call_module || ignore_parameters_and_buffers_) continue;
     const torch::nn::Module& leaf = leaf_module(gm, *n);
     if (dynamic_cast<const GraphModule*>(&leaf)) continue;
@@ -295,7 +395,7 @@ DotGraph FxGraphDrawer::to_dot(const GraphModule& gm, const std::string& name) c
       std::string label = "{" +
                           (parameter ? node_name + "|op_code=get_parameter" : std::string("buffer\\l")) +
                           tensor_label(t) + "}";
-      add_node(out, node_name, "Salmon", label);
+      add_weight_node(out, node_name, label);
       add_edge(out, node_name, n->name());
     };
     for (const auto& p : leaf.named_parameters(/*recurse=*/true)) add(p.key(), p.value(), true);
