@@ -1,4 +1,4 @@
-// to_folder: GraphModule.to_folder of torch.fx 1.13 (torch/fx/graph_module.py),
+// to_folder: GraphModule.to_folder of torch.fx 2.14 (torch/fx/graph_module.py),
 // with constructors where torch.fx pickles modules.
 #include <fx/codegen/to_folder.h>
 #include <fx/error.h>
@@ -6,7 +6,9 @@
 #include <fx/nn/embedding.h>
 #include <fx/nn/shape.h>
 
-#include <torch/serialize.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <filesystem>
 #include <fstream>
@@ -79,13 +81,10 @@ class ModuleWriter {
  public:
   explicit ModuleWriter(std::string& out) : out_(out) {}
 
-  // `self.<name> = <expr>` for a child of the GraphModule, then its subtree.
+  // `setattr(self, '<name>', <expr>)` for a child of the GraphModule (torch.fx's
+  // line, which also takes a name that is no identifier), then its subtree.
   void top_level(const std::string& name, const torch::nn::Module& m) {
-    std::string expr = constructor(m, name);
-    if (is_identifier(name))
-      out_ += "        self." + name + " = " + expr + "\n";
-    else  // torch.fx writes `self.0 = ...`, which Python cannot parse
-      out_ += "        self.add_module(" + detail::repr_string(name) + ", " + expr + ")\n";
+    out_ += "        setattr(self, " + detail::repr_string(name) + ", " + constructor(m, name) + ")\n";
     subtree(m, name);
   }
 
@@ -105,7 +104,7 @@ class ModuleWriter {
       if (p.value().defined()) {
         std::string ctor = "torch.nn.Parameter(" + empty_decl(p.value()) + ")";
         if (path.empty())  // torch.fx's own line for the GraphModule's parameters
-          out_ += "        self." + p.key() + " = " + ctor + "\n";
+          out_ += "        setattr(self, " + detail::repr_string(p.key()) + ", " + ctor + ")\n";
         else
           out_ +=
               "        " + self + ".register_parameter(" + detail::repr_string(p.key()) + ", " + ctor + ")\n";
@@ -173,6 +172,31 @@ void collect(const torch::nn::Module& m, const std::string& prefix, c10::Dict<st
   for (const auto& c : m.named_children()) collect(*c.value(), prefix + c.key() + ".", out);
 }
 
+// torch::pickle_save without the type tags of typed containers: torch.load of
+// torch >= 2.6 defaults to weights_only=True, which refuses the tags' global
+// (torch.jit._pickle.restore_type_tag), and module.py calls torch.load so.
+// Untagged, the dict is a plain dict of tensors, as torch.save writes one.
+std::string save_untagged(const c10::IValue& value) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickled.insert(pickled.end(), buf, buf + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+                              /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::string out;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+      out.append(static_cast<const char*>(bytes), n);
+      return n;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  }
+  return out;
+}
+
 }  // namespace
 
 void to_folder(const GraphModule& gm, const std::string& dir, const std::string& module_name) {
@@ -203,8 +227,7 @@ void to_folder(const GraphModule& gm, const std::string& dir, const std::string&
   if (ec || !fs::is_directory(dir))
     throw Error("to_folder: cannot create the folder '" + dir + "'" + (ec ? " (" + ec.message() + ")" : "") +
                 "; its parent must exist and be writable");
-  std::vector<char> bytes = torch::pickle_save(state);
-  detail::write_file(fs::path(dir) / "state_dict.pt", std::string(bytes.begin(), bytes.end()), "to_folder");
+  detail::write_file(fs::path(dir) / "state_dict.pt", save_untagged(state), "to_folder");
   detail::write_file(fs::path(dir) / "module.py", model, "to_folder");
   detail::write_file(fs::path(dir) / "__init__.py", "from .module import *", "to_folder");
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's GraphModule.to_folder for the models of to_folder_test.cpp:
+"""torch.fx 2.14's GraphModule.to_folder for the models of to_folder_test.cpp:
 writes {name: {'module_py': text, 'pickled': [children torch.fx pickled]}} to
 the JSON file named by argv[1]. The folder's path is written as <dir> in the
 text, so that the test can compare it with its own folder's."""
@@ -43,19 +43,7 @@ def vit():
 MODELS = {'small': Small, 'resnet18': tvm.resnet18, 'vit': vit}
 
 
-def load_models_oracle():
-    """tests/models/oracle.py, for its fix of Proxy unpacking on Python 3.11
-    (`n, c, h, w = x.shape` in the ViT)."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'models', 'oracle.py')
-    spec = importlib.util.spec_from_file_location('models_oracle', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main():
-    load_models_oracle().unpacking_proxies_on_python_311()
     out = {}
     for name, build in MODELS.items():
         gm = torch.fx.symbolic_trace(build().eval())

@@ -1,4 +1,4 @@
-// fx::to_folder against torch.fx 1.13's GraphModule.to_folder: module.py
+// fx::to_folder against torch.fx 2.14's GraphModule.to_folder: module.py
 // byte for byte (see to_folder_oracle.py), and Debian's python3 importing the
 // folder and computing what the GraphModule computes.
 #include "oracle.h"
@@ -60,13 +60,14 @@ std::vector<std::string> lines_of(const std::string& s) {
 }
 
 // Drops the lines that build the children torch.fx pickles (its
-// `torch.load(r'<dir>/<name>.pt') # repr` lines; fxcpp's constructors and
-// add_module lines): everything else must be equal.
+// `setattr(self, '<name>', torch.load(r'<dir>/<name>.pt', weights_only=False)) # repr`
+// lines; fxcpp's constructors and add_module lines): everything else must be
+// equal.
 std::string without_children(const std::string& text, const std::vector<std::string>& pickled) {
   std::string out;
   for (const auto& line : lines_of(text)) {
     bool drop = line.rfind("        self.get_submodule(", 0) == 0;
-    for (const auto& name : pickled) drop = drop || line.rfind("        self." + name + " = ", 0) == 0;
+    for (const auto& name : pickled) drop = drop || line.rfind("        setattr(self, '" + name + "', ", 0) == 0;
     if (!drop) out += line + "\n";
   }
   return out;
@@ -172,7 +173,7 @@ TEST(ToFolder, TensorsOfContainersAreDeclared) {
   std::string text = export_test::read_text(dir.path() / "nested_pkg" / "module.py");
   EXPECT_NE(
       text.find(
-          "        self.inner = Module()\n"
+          "        setattr(self, 'inner', Module())\n"
           "        self.get_submodule('inner').register_buffer('b', torch.empty([4], dtype=torch.float32))\n"
           "        self.get_submodule('inner').register_parameter('w', torch.nn.Parameter(torch.empty([4], "
           "dtype=torch.float32)))\n"),
