@@ -14,9 +14,4 @@ if [ -x "$FXCPP_PYTHON" ]; then
   FXCPP_TORCH_CMAKE=$("$FXCPP_PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 fi
 fxcpp_cmake_args=(-DCMAKE_PREFIX_PATH="$FXCPP_TORCH_CMAKE" -DFXCPP_PYTHON="$FXCPP_PYTHON")
-# ccache keeps its cache in ~/.cache/ccache, outside the clone: a fresh clone
-# of the same sources (CI after a session) compiles from it.
-if command -v ccache >/dev/null; then
-  fxcpp_cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
 export FXCPP_VENV FXCPP_PYTHON FXCPP_TORCH_CMAKE

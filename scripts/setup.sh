@@ -9,7 +9,6 @@ source scripts/env.sh
 
 packages=(
   cmake g++ make                     # the toolchain
-  ccache                             # rebuilds of the same sources (CI after a session) from cache
   python3 python3-venv               # the venv that holds torch (python/requirements.txt)
   graphviz                           # the dot renderer behind FxGraphDrawer
   libgtest-dev libgmock-dev          # GoogleTest

@@ -363,11 +363,26 @@ std::string repr_int_tuple(const std::vector<int64_t>& v) {
   return out + (v.size() == 1 ? ",)" : ")");
 }
 
+// torch.nn's _addindent: every line but the first indented, except that
+// blank (whitespace-only) lines become empty, as in torch 2.x.
 std::string add_indent(const std::string& s, size_t spaces) {
   std::string out;
-  for (char c : s) {
-    out += c;
-    if (c == '\n') out.append(spaces, ' ');
+  out.reserve(s.size() + 16);
+  size_t start = 0;
+  for (bool first = true;; first = false) {
+    size_t end = s.find('\n', start);
+    if (end == std::string::npos) end = s.size();
+    std::string_view line(s.data() + start, end - start);
+    if (!first) {
+      out += '\n';
+      if (line.find_first_not_of(" \t\r\v\f") == std::string_view::npos)
+        line = {};
+      else
+        out.append(spaces, ' ');
+    }
+    out += line;
+    if (end == s.size()) break;
+    start = end + 1;
   }
   return out;
 }

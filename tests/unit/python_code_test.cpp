@@ -96,10 +96,13 @@ TEST(PythonCode, GivenOrderAndLastUsesMustMatch) {
   EXPECT_THROW(g.python_code("self", order, uses), fx::Error);
 }
 
+// torch.fx 2.14 writes `pass` only for a graph without nodes: placeholders
+// leave a (later deleted) counter line in its body.
 TEST(PythonCode, EmptyBodyIsPass) {
   fx::Graph g;
+  EXPECT_EQ(g.python_code().src, "\n\n\ndef forward(self):\n    pass\n    ");
   g.placeholder("x");
-  EXPECT_EQ(g.python_code().src, "\n\n\ndef forward(self, x):\n    pass\n    ");
+  EXPECT_EQ(g.python_code().src, "\n\n\ndef forward(self, x):\n    ");
 }
 
 TEST(PythonCode, AtenOverloadsKeepTheirQualifiedName) {

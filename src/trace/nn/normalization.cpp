@@ -39,7 +39,8 @@ NormBase::NormBase(std::string type_name, int64_t n, double eps_, std::optional<
 
 std::string NormBase::extra_repr() const {
   return std::to_string(num_features) + ", eps=" + py_float(eps) + ", momentum=" + py_optional(momentum) +
-         ", affine=" + py_bool(affine) + ", track_running_stats=" + py_bool(track_running_stats);
+         ", affine=" + py_bool(affine) + ", bias=" + py_bool(bias.defined()) +
+         ", track_running_stats=" + py_bool(track_running_stats);
 }
 
 BatchNormNd::BatchNormNd(std::string type_name, std::vector<int64_t> input_dims, int64_t n, double eps_,
@@ -131,7 +132,7 @@ LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
 
 std::string LayerNorm::extra_repr() const {
   return py_tuple(normalized_shape) + ", eps=" + py_float(eps) +
-         ", elementwise_affine=" + py_bool(elementwise_affine);
+         ", elementwise_affine=" + py_bool(elementwise_affine) + ", bias=" + py_bool(bias.defined());
 }
 
 Value LayerNorm::forward(const std::vector<Value>& args) {
