@@ -64,7 +64,8 @@ std::vector<SpecType> sequence_spec_types() {
       // rnn.h
       spec_rnn<LSTM>("torch.nn.LSTM", true),
       spec_rnn<GRU>("torch.nn.GRU", false),
-      // transformer.h: PyTorch keeps most arguments only in the children, so both sides read them there.
+      // transformer.h: PyTorch keeps most arguments only in the children, so both sides read them there
+      // (torch 2.x's `bias` from linear1, which it is handed to with the other linears and the norms).
       spec_leaf<TransformerEncoderLayer>(
           "torch.nn.TransformerEncoderLayer",
           {"d_model",
@@ -74,13 +75,21 @@ std::vector<SpecType> sequence_spec_types() {
            {"activation", "relu"},
            {"layer_norm_eps", 1e-05},
            {"batch_first", false},
-           {"norm_first", false}},
+           {"norm_first", false},
+           {"bias", true}},
           [](const TransformerEncoderLayer& m) {
-            return Args{
-                m.self_attn->embed_dim, m.self_attn->num_heads, m.linear1->out_features,  m.dropout->p,
-                m.activation,           m.norm1->eps,           m.self_attn->batch_first, m.norm_first};
+            return Args{m.self_attn->embed_dim,
+                        m.self_attn->num_heads,
+                        m.linear1->out_features,
+                        m.dropout->p,
+                        m.activation,
+                        m.norm1->eps,
+                        m.self_attn->batch_first,
+                        m.norm_first,
+                        m.linear1->bias.defined()};
           },
           [](const SpecArgs& a) {
+            spec_require_bias(a, "torch.nn.TransformerEncoderLayer", true);
             return std::make_shared<TransformerEncoderLayer>(
                 a.integer("d_model"), a.integer("nhead"), a.integer("dim_feedforward"), a.real("dropout"),
                 a.str("activation"), a.real("layer_norm_eps"), a.boolean("batch_first"),

@@ -74,7 +74,9 @@ SpecType spec_conv_transpose(const char* type) {
       });
 }
 
-// BatchNorm1d/2d/3d and InstanceNorm2d: the same parameters, different defaults.
+// BatchNorm1d/2d/3d and InstanceNorm2d: the same parameters, different
+// defaults. torch 2.x adds a keyword-only `bias` after device and dtype; the
+// module holds no bias without affine, so it reads back as False then.
 template <class M>
 SpecType spec_norm(const char* type, bool affine, bool track_running_stats) {
   return spec_leaf<M>(
@@ -83,11 +85,14 @@ SpecType spec_norm(const char* type, bool affine, bool track_running_stats) {
        {"eps", 1e-05},
        {"momentum", 0.1},
        {"affine", affine},
-       {"track_running_stats", track_running_stats}},
+       {"track_running_stats", track_running_stats},
+       {"bias", true}},
       [](const M& m) {
-        return Args{m.num_features, m.eps, spec_optional(m.momentum), m.affine, m.track_running_stats};
+        return Args{m.num_features,        m.eps,           spec_optional(m.momentum), m.affine,
+                    m.track_running_stats, m.bias.defined()};
       },
-      [](const SpecArgs& a) {
+      [type](const SpecArgs& a) {
+        spec_require_bias(a, type, a.boolean("affine"));
         return std::make_shared<M>(a.integer("num_features"), a.real("eps"), a.optional_real("momentum"),
                                    a.boolean("affine"), a.boolean("track_running_stats"));
       });
@@ -138,21 +143,26 @@ std::vector<SpecType> spatial_spec_types() {
       spec_norm<BatchNorm2d>("torch.nn.BatchNorm2d", true, true),
       spec_norm<BatchNorm3d>("torch.nn.BatchNorm3d", true, true),
       spec_norm<InstanceNorm2d>("torch.nn.InstanceNorm2d", false, false),
+      // LayerNorm and GroupNorm: torch 2.x's `bias` as for the norms above.
       spec_leaf<LayerNorm>(
-          "torch.nn.LayerNorm", {"normalized_shape", {"eps", 1e-05}, {"elementwise_affine", true}},
+          "torch.nn.LayerNorm",
+          {"normalized_shape", {"eps", 1e-05}, {"elementwise_affine", true}, {"bias", true}},
           [](const LayerNorm& m) {
-            return Args{spec_tuple(m.normalized_shape), m.eps, m.elementwise_affine};
+            return Args{spec_tuple(m.normalized_shape), m.eps, m.elementwise_affine, m.bias.defined()};
           },
           [](const SpecArgs& a) {
+            spec_require_bias(a, "torch.nn.LayerNorm", a.boolean("elementwise_affine"));
             return std::make_shared<LayerNorm>(a.integers("normalized_shape"), a.real("eps"),
                                                a.boolean("elementwise_affine"));
           }),
       spec_leaf<GroupNorm>(
-          "torch.nn.GroupNorm", {"num_groups", "num_channels", {"eps", 1e-05}, {"affine", true}},
+          "torch.nn.GroupNorm",
+          {"num_groups", "num_channels", {"eps", 1e-05}, {"affine", true}, {"bias", true}},
           [](const GroupNorm& m) {
-            return Args{m.num_groups, m.num_channels, m.eps, m.affine};
+            return Args{m.num_groups, m.num_channels, m.eps, m.affine, m.bias.defined()};
           },
           [](const SpecArgs& a) {
+            spec_require_bias(a, "torch.nn.GroupNorm", a.boolean("affine"));
             return std::make_shared<GroupNorm>(a.integer("num_groups"), a.integer("num_channels"),
                                                a.real("eps"), a.boolean("affine"));
           }),

@@ -1,5 +1,5 @@
 // fxcpp's torch.nn classes, one entry each: the constructor's parameters as
-// PyTorch 1.13 names and orders them (device and dtype aside), then how to
+// PyTorch 2.14 names and orders them (device and dtype aside), then how to
 // read them back from a module (in that order), then how to construct one.
 // python/fxcpp/modules.py reads the same arguments from torch.nn's modules.
 // This file: containers, activations, dropout, linear and shape modules.

@@ -70,6 +70,16 @@ std::vector<SpecType> elementwise_spec_types();  // module_spec_types.cpp: conta
 std::vector<SpecType> spatial_spec_types();      // module_spec_spatial.cpp: conv, norms, pooling, embeddings
 std::vector<SpecType> sequence_spec_types();     // module_spec_sequence.cpp: RNNs, attention, transformer
 
+// torch 2.x's `bias` flag of the norms and TransformerEncoderLayer: fx::nn's
+// classes always learn a bias where they learn a weight, so bias=False is
+// refused there; without affine parameters the flag changes nothing (PyTorch
+// holds None either way) and is accepted.
+inline void spec_require_bias(const SpecArgs& a, const std::string& type, bool affine) {
+  if (affine && !a.boolean("bias"))
+    throw Error(type + ": bias=False is not supported by fxcpp's fx::nn (its " + type +
+                " always has a bias when it has a weight)");
+}
+
 // ---- for the tables: values as Python holds them ----------------------------
 
 inline Argument spec_tuple(const std::vector<int64_t>& v) {
