@@ -6,8 +6,6 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/istream_adapter.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include <fstream>
@@ -380,7 +378,7 @@ std::unique_ptr<GraphModule> load_archive(std::istream& in, const std::string& n
 namespace {
 
 // Writes the archive through `sink` record by record, as torch.save lays it
-// out ("data.pkl" and a "data/<i>" record per tensor storage), plus
+// out ("data.pkl", a "data/<i>" record per tensor storage, "byteorder"), plus
 // graph.json. The pickler only references the tensors' storages, so the
 // tensor bytes go from the module to the sink without a copy in between.
 void write_archive(const GraphModule& gm, const std::function<size_t(const void*, size_t)>& sink) {
@@ -396,13 +394,8 @@ void write_archive(const GraphModule& gm, const std::function<size_t(const void*
   top["graph"] = detail::graph_to_json(gm.graph());
   const std::string json = top.dump(1);
 
-  std::vector<char> pickled;
-  torch::jit::Pickler pickler([&](const char* p, size_t n) { pickled.insert(pickled.end(), p, p + n); });
-  pickler.protocol();
-  pickler.pushIValue(w.data());
-  pickler.stop();
   caffe2::serialize::PyTorchStreamWriter writer(sink);
-  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+  detail::write_torch_save(w.data(), writer);
   writer.writeRecord("graph.json", json.data(), json.size());
   writer.writeEndOfFile();
 }

@@ -2,8 +2,13 @@
 #include <fx/error.h>
 #include <fx/state_dict.h>
 
-#include <torch/serialize.h>
+#include "torch_load.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
+#include <bit>
 #include <fstream>
 #include <unordered_map>
 
@@ -80,13 +85,38 @@ void load_state_dict(torch::nn::Module& module, const std::string& path, bool st
   for (auto& [dst, src] : copies) dst->copy_(*src);
 }
 
+void detail::write_torch_save(const c10::IValue& value, caffe2::serialize::PyTorchStreamWriter& writer) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&](const char* p, size_t n) { pickled.insert(pickled.end(), p, p + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+                              /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  // The pickler only references the tensors' storages: their bytes go to the writer without a copy.
+  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+  // As torch.save (torch >= 2.1) does: torch.load takes a file without this record as little-endian.
+  const std::string byteorder = std::endian::native == std::endian::little ? "little" : "big";
+  writer.writeRecord("byteorder", byteorder.data(), byteorder.size());
+}
+
 namespace {
 
 void write_pickle(const c10::IValue& value, const std::string& path, const char* who) {
-  std::vector<char> bytes = torch::pickle_save(value);
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(std::string(who) + ": cannot open " + path + " for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) -> size_t {
+      out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+      return out ? n : 0;  // PyTorchStreamWriter throws on a short write
+    });
+    detail::write_torch_save(value, writer);
+    writer.writeEndOfFile();
+    out.flush();
+  } catch (const c10::Error& e) {
+    throw Error(std::string(who) + ": writing " + path + " failed: " + e.what_without_backtrace());
+  }
   if (!out) throw Error(std::string(who) + ": writing " + path + " failed");
 }
 
@@ -99,7 +129,9 @@ void save_state_dict(const torch::nn::Module& module, const std::string& path) {
 }
 
 void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path) {
-  c10::List<at::Tensor> list;
+  // A list of Any, not a c10::List<at::Tensor>: the pickler writes a tensor list
+  // through torch.jit._pickle.build_tensorlist, another global weights_only refuses.
+  c10::impl::GenericList list(c10::AnyType::get());
   for (const auto& t : tensors) list.push_back(t.detach());
   write_pickle(list, path, "fx::save_tensors");
 }

@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 
+#include <bit>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -481,6 +482,26 @@ class Unpickler {
 
 namespace {
 
+// torch.save (torch >= 2.1) records the byte order of the tensor data in a
+// "byteorder" record, "little" or "big"; without one torch.load takes it as
+// little-endian. The records are read as they are, so a file of the other
+// order than this machine's is refused rather than read wrong.
+void check_byteorder(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
+  std::string order = "little";
+  if (archive.hasRecord("byteorder")) {
+    auto [data, size] = archive.getRecord("byteorder");
+    order.assign(static_cast<const char*>(data.get()), size);
+    if (order != "little" && order != "big")
+      throw Error("fx::read_state_dict: " + name + ": unknown byte order '" + order +
+                  "' in its byteorder record (torch.save writes little or big)");
+  }
+  const std::string native = std::endian::native == std::endian::little ? "little" : "big";
+  if (order != native)
+    throw Error("fx::read_state_dict: " + name + " holds " + order + "-endian tensors; fxcpp reads only this " +
+                "machine's byte order (" + native + "-endian): load and save it again with torch on a " + native +
+                "-endian machine");
+}
+
 // torch.load of the archive's data.pkl: its top object.
 ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
   at::DataPtr pickle;
@@ -488,6 +509,7 @@ ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::stri
   try {
     if (!archive.hasRecord("data.pkl"))
       throw Error("fx::read_state_dict: " + name + " has no data.pkl: not a file written by torch.save");
+    check_byteorder(archive, name);
     std::tie(pickle, size) = archive.getRecord("data.pkl");
   } catch (const c10::Error& e) {
     throw Error("fx::read_state_dict: cannot read data.pkl of " + name + ": " + e.what_without_backtrace());
