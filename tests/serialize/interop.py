@@ -113,7 +113,7 @@ def check(root):
             text = fxcpp_text(text, pairs)
             if text != expected[kind]:
                 failures.append(f'{name}: {kind} differs:\n--- torch.fx\n{text}\n--- fxcpp\n{expected[kind]}')
-        io = torch.load(base + '.io.pt')
+        io = fxfile.load_tensors(base + '.io.pt')  # torch::pickle_save's file: tagged dicts
         inputs = [io[f'in.{i}'] for i in range(sum(k.startswith('in.') for k in io))]
         with torch.no_grad():
             outputs = flat(gm(*inputs))
