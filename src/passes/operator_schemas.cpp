@@ -157,6 +157,7 @@ class AnnotationParser {
 struct Param {
   std::string name;
   bool kwonly = false;
+  bool positional_only = false;  // a schema argument named `from`, and those before it
   bool has_default = false;
   std::optional<Argument> default_value;  // nullopt with has_default: a default fxcpp cannot hold
   PyType annotation;
@@ -205,11 +206,17 @@ Signature schema_to_signature(const c10::FunctionSchema& schema) {
   for (const c10::Argument& a : schema.arguments()) {
     Param p;
     p.name = a.name() == "self" ? "input" : a.name();
-    if (fx::detail::is_python_keyword(p.name) || !fx::detail::is_identifier(p.name))
+    p.kwonly = a.kwarg_only();
+    // FX 2.x makes `from` (a Python keyword) positional-only, and so every
+    // argument before it; inspect.Parameter accepts a keyword name there.
+    if (p.name == "from" && !p.kwonly) {
+      p.positional_only = true;
+      for (Param& before : sig.params) before.positional_only = true;
+    }
+    if ((!p.positional_only && fx::detail::is_python_keyword(p.name)) || !fx::detail::is_identifier(p.name))
       throw Error("ValueError: '" + p.name + "' is not a valid parameter name (in " + sig.shown + ")");
     if (!names.insert(p.name).second)
       throw Error("ValueError: duplicate parameter name: '" + p.name + "' (in " + sig.shown + ")");
-    p.kwonly = a.kwarg_only();
     p.annotation = AnnotationParser(a.type()->annotation_str()).parse();
     if (a.default_value()) {
       p.has_default = true;
@@ -248,7 +255,7 @@ const std::unordered_map<std::string_view, Signature>& python_signatures(
       Signature sig;
       sig.shown = e.name;
       for (const TableParam& p : e.params)
-        sig.params.push_back(Param{p.name, p.kwonly, p.has_default, p.default_value, other("?")});
+        sig.params.push_back(Param{p.name, p.kwonly, false, p.has_default, p.default_value, other("?")});
       out.emplace(e.name, std::move(sig));
     }
     return out;
@@ -259,39 +266,56 @@ const std::unordered_map<std::string_view, Signature>& python_signatures(
 
 // ---- binding -------------------------------------------------------------------
 
-// inspect.Signature.bind: for each parameter, the positional index it takes
+// torch.utils._inspect._fast_bind (torch.fx 2.x binds with it, not with
+// inspect.Signature.bind): for each parameter, the positional index it takes
 // (< nargs), nargs + the index of the keyword it takes, or -1. Returns
-// false, with Python's reason, where bind raises TypeError.
+// false, with _fast_bind's reason, where it raises TypeError; its checks run
+// in its order (parameters first, unknown keywords last), so a call wrong in
+// two ways gets the same message.
 bool bind_arguments(const Signature& sig, size_t nargs, const std::vector<std::string_view>& keywords,
                     std::vector<int64_t>& slots, std::string& why) {
   slots.assign(sig.params.size(), -1);
-  size_t i = 0;
-  for (size_t p = 0; p < sig.params.size() && i < nargs; ++p) {
-    if (sig.params[p].kwonly) break;
-    slots[p] = static_cast<int64_t>(i++);
-  }
-  if (i < nargs) {
-    why = "too many positional arguments";
+  size_t max_positional = 0;
+  for (const Param& p : sig.params) max_positional += !p.kwonly;
+  if (nargs > max_positional) {
+    why = "Too many positional arguments: expected max " + std::to_string(max_positional) + ", got " +
+          std::to_string(nargs);
     return false;
   }
-  for (size_t k = 0; k < keywords.size(); ++k) {
-    size_t p = 0;
-    while (p < sig.params.size() && sig.params[p].name != keywords[k]) ++p;
-    if (p == sig.params.size()) {
-      why = "got an unexpected keyword argument '" + std::string(keywords[k]) + "'";
+  auto keyword = [&](const std::string& name) -> int64_t {
+    for (size_t k = 0; k < keywords.size(); ++k)
+      if (keywords[k] == name) return static_cast<int64_t>(k);
+    return -1;
+  };
+  size_t i = 0;
+  for (size_t p = 0; p < sig.params.size(); ++p) {
+    const Param& param = sig.params[p];
+    const int64_t k = keyword(param.name);
+    if (param.positional_only && k >= 0) {
+      why = "Got some positional-only arguments passed as keyword arguments: '" + param.name + "'";
       return false;
     }
-    if (slots[p] >= 0) {
-      why = "multiple values for argument '" + std::string(keywords[k]) + "'";
+    if (!param.kwonly && i < nargs) {
+      if (k >= 0) {
+        why = "Multiple values for argument '" + param.name + "'";
+        return false;
+      }
+      slots[p] = static_cast<int64_t>(i++);
+    } else if (k >= 0) {
+      slots[p] = static_cast<int64_t>(nargs) + k;
+    } else if (!param.has_default) {
+      why = "Missing required argument '" + param.name + "'";
       return false;
     }
-    slots[p] = static_cast<int64_t>(nargs + k);
   }
-  for (size_t p = 0; p < sig.params.size(); ++p)
-    if (slots[p] < 0 && !sig.params[p].has_default) {
-      why = "missing a required argument: '" + sig.params[p].name + "'";
+  for (std::string_view name : keywords) {
+    bool known = false;
+    for (const Param& param : sig.params) known = known || param.name == name;
+    if (!known) {
+      why = "Got an unexpected keyword argument '" + std::string(name) + "'";
       return false;
     }
+  }
   return true;
 }
 
@@ -305,6 +329,16 @@ std::vector<std::string_view> keyword_names(const Kwargs& kwargs) {
 // _args_kwargs_to_normalized_args_kwargs after a successful bind.
 std::optional<ArgsKwargsPair> normalized(const Signature& sig, const std::vector<int64_t>& slots,
                                          const Args& args, const Kwargs& kwargs, bool only_kwargs) {
+  // FX supports no positional-only parameters but for one signature, that
+  // of random_/uniform_: (input, from, to, *, generator).
+  bool positional_only = false;
+  for (const Param& p : sig.params) positional_only = positional_only || p.positional_only;
+  if (positional_only) {
+    static const char* const kRandomSignature[] = {"input", "from", "to", "generator"};
+    if (sig.params.size() != 4) return std::nullopt;
+    for (size_t p = 0; p < 4; ++p)
+      if (sig.params[p].name != kRandomSignature[p]) return std::nullopt;
+  }
   ArgsKwargsPair out;
   for (size_t p = 0; p < sig.params.size(); ++p) {
     const int64_t s = slots[p];

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's NormalizeArgs on the cases of normalize_args_test.cpp (the
+"""torch.fx 2.14's NormalizeArgs on the cases of normalize_args_test.cpp (the
 same models and hand-built graphs, in Python): writes each result's graph and
 code, or the exception raised, and whether src/passes/python_signatures.inc
 is what scripts/gen_python_signatures.py makes of this torch, to the JSON file
@@ -135,8 +135,7 @@ def return_types_current():
 
 
 def main():
-    from oracle import unpacking_proxies_on_python_311, vit
-    unpacking_proxies_on_python_311()
+    from oracle import vit
     warnings.simplefilter('ignore')
     pairs = normalizations.normalizations(normalizations.functional_targets())
     out = {'signatures_current': signatures_current(), 'return_types_current': return_types_current()}
@@ -164,7 +163,7 @@ def main():
     record('too_many', lambda: NormalizeArgs(bad(F.relu, ('x', False, 3))).transform())
     record('softmax_defaults', lambda: NormalizeArgs(bad(F.softmax, ('x',))).transform())
     record('bad_module', lambda: NormalizeArgs(bad_module()).transform())
-    record('bad_schema', lambda: NormalizeArgs(bad(torch.can_cast, (torch.int32, torch.int64))).transform())
+    record('can_cast', lambda: NormalizeArgs(bad(torch.can_cast, (torch.int32, torch.int64))).transform())
     record('operators', lambda: NormalizeOperators(fx.symbolic_trace(Operators())).transform())
     record('operators_resnet18', lambda: NormalizeOperators(traced(tvm.resnet18)).transform())
     record('annotate_vit', lambda: AnnotateTypesWithSchema(traced(vit)).transform())
