@@ -17,7 +17,6 @@ def models_oracle():
     spec = importlib.util.spec_from_file_location('models_oracle', os.path.join(HERE, '..', 'models', 'oracle.py'))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.unpacking_proxies_on_python_311()
     return mod
 
 
