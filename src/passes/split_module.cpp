@@ -173,7 +173,9 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
   // Placeholders of the partitions.
   for (Partition* partition : sorted_partitions)
     for (Node* input : partition->inputs.items()) {
-      Node* placeholder = partition->graph->placeholder(input->name());
+      // torch.fx 2.x gives the placeholder the type of the value it receives
+      // (`def forward(self, x : torch.Tensor)` when the traced input was annotated).
+      Node* placeholder = partition->graph->placeholder(input->name(), std::nullopt, input->type());
       placeholder->meta() = input->meta();
       partition->environment[input] = placeholder;
     }
@@ -208,7 +210,8 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
       if (qualname_map) (*qualname_map)[partition.submod_name + "." + name] = node->target().str();
       target = Target(name);
     }
-    Node* new_node = partition.graph->create_node(node->op(), target, std::move(args), std::move(kwargs));
+    Node* new_node = partition.graph->create_node(node->op(), target, std::move(args), std::move(kwargs),
+                                                  std::nullopt, node->type());
     new_node->meta() = node->meta();
     partition.environment[node] = new_node;
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's split_module on the cases of split_module_test.cpp (the same
+"""torch.fx 2.14's split_module on the cases of split_module_test.cpp (the same
 models, written in Python): writes, per case, the base module's graph and code,
 each submodule's code and the qualname_map, or the exception it raises, to the
 JSON file named on the command line."""
