@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's Proxy/retracing transforms (GraphAppendingTracer, as in FX's
+"""torch.fx 2.14's Proxy/retracing transforms (GraphAppendingTracer, as in FX's
 documentation) on the models of retrace_test.cpp: writes the transformed
 graph, code and str(GraphModule), or the exception raised, to the JSON file
 named on the command line."""
