@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's Graph.eliminate_dead_code on the models of dce_test.cpp,
-and the intended result where 1.13 deletes in-place or random calls: the same
+"""torch.fx 2.14's Graph.eliminate_dead_code on the models of dce_test.cpp,
+and the intended result where 2.14 deletes in-place or random calls: the same
 walk with those calls kept (fx/passes/purity.h lists the rules)."""
 import operator
 

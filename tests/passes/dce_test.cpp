@@ -1,7 +1,10 @@
-// fx::passes::eliminate_dead_code against torch.fx 1.13's
+// fx::passes::eliminate_dead_code against torch.fx 2.14's
 // Graph.eliminate_dead_code (dce_oracle.py, same models in Python): equal
-// where 1.13 is right, the intended result where 1.13 deletes in-place or
-// random calls.
+// where 2.14 is right, the intended result where 2.14 deletes in-place or
+// random calls (call_method ones, torch.nn.functional.relu_, inplace=True).
+// 2.14's Node.is_impure keeps the torch.rand* family (torch._library.utils
+// _RANDOM_FUNCTIONS), ATen ops with a mutable schema and the side-effectful
+// functions; Graph::eliminate_dead_code must follow it.
 #include <fx/fx.h>
 #include <fx/passes/dead_code_elimination.h>
 #include <fx/passes/purity.h>
@@ -70,7 +73,7 @@ void check(const std::string& name, bool fx_agrees) {
   // A second run finds nothing more.
   EXPECT_FALSE(fx::passes::eliminate_dead_code(*gm));
 
-  // torch.fx 1.13's rule, kept by Graph::eliminate_dead_code.
+  // torch.fx 2.14's rule (Node.is_impure), which Graph::eliminate_dead_code follows.
   auto fx_gm = fx::symbolic_trace(model);
   EXPECT_EQ(fx_gm->graph().eliminate_dead_code(), simplify_test::oracle_flag(name, "fx_changed"));
   EXPECT_EQ(fx_gm->graph().to_string(), oracle(name, "fx_graph"));
