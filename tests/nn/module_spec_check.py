@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fxcpp.modules on torch.nn 1.13: every module of module_specs.roots() constructed
+"""fxcpp.modules on torch.nn 2.14: every module of module_specs.roots() constructed
 from its description has the same repr and state dict keys and shapes, and
 modules fxcpp does not know are refused by name."""
 import os
@@ -41,6 +41,13 @@ def main():
                 failures.append(f'{name} {path}: repr\n{made!r}\nis not\n{m!r}')
             if shapes(made) != shapes(m):
                 failures.append(f'{name} {path}: state dict {shapes(made)} is not {shapes(m)}')
+    # torch 2.x's bias flags, which fx::nn does not have (so no case of module_specs.py
+    # holds them): Python alone describes and rebuilds them.
+    for m in (nn.LayerNorm(4, bias=False), nn.BatchNorm2d(3, bias=False), nn.GroupNorm(2, 4, bias=False),
+              nn.InstanceNorm2d(3, affine=True, bias=False), nn.TransformerEncoderLayer(8, 2, 16, bias=False)):
+        made = rebuild(m)
+        if describe(m)[1]['bias'] is not False or repr(made) != repr(m) or shapes(made) != shapes(m):
+            failures.append(f'bias=False: {describe(m)} rebuilds as\n{made!r}\nnot\n{m!r}')
     failures += raises_naming(lambda: describe(AllModules()), 'AllModules')
     failures += raises_naming(lambda: describe(nn.PReLU()), 'torch.nn.PReLU')
     failures += raises_naming(lambda: describe(nn.TransformerEncoderLayer(8, 2, activation=nn.GELU())),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes what torch.nn 1.13 does with the modules of cases.py, for nn_test.cpp:
+"""Writes what torch.nn 2.14 does with the modules of cases.py, for nn_test.cpp:
 into the directory named on the command line, per case <name>.pt (its state
 dict, torch.save'd) and <name>.io.pt (inputs in.0, in.1.0, ... and outputs out,
 out.0, ...), and expected.json (repr, state dict keys/shapes/dtypes, output

@@ -2,7 +2,9 @@
 """Reads back with torch.load what fx::save_state_dict wrote (<name>.cpp.pt in
 the directory named on the command line, after nn_test loaded <name>.pt):
 the same keys in the same order and the same tensors as Python saved, and
-Module.load_state_dict(strict=True) accepts it."""
+Module.load_state_dict(strict=True) accepts it. torch.load runs with its
+default, weights_only=True since torch 2.6, as a user's call would: fxcpp's
+files name no global beyond what that allows."""
 import os
 import sys
 
