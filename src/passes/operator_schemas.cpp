@@ -568,7 +568,7 @@ std::optional<ArgsKwargsPair> normalize_module(const GraphModule& root, std::str
   Signature sig;
   sig.shown = m->type_name() + ".forward";
   for (const Module::Param& p : m->forward_params()) {
-    Param param{p.name, false, p.default_value.has_value(), std::nullopt, other("?")};
+    Param param{p.name, false, false, p.default_value.has_value(), std::nullopt, other("?")};
     if (p.default_value) param.default_value = to_argument(p.default_value->ivalue());
     sig.params.push_back(std::move(param));
   }
