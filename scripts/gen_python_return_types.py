@@ -7,9 +7,9 @@ spells them (the form a Node's type prints in the graph). Only entries with
 an annotation are listed: a function or module that has none, or `-> None`,
 gets no type. A boolean-dispatched function (F.max_pool2d, ...) is
 annotated from its if_true branch when both branches return the same type,
-as AnnotateTypesWithSchema does. Run with Debian's python3-torch:
+as AnnotateTypesWithSchema does. Run with the venv Python of scripts/env.sh (torch 2.14):
 
-    /usr/bin/python3 scripts/gen_python_return_types.py > src/passes/python_return_types.inc
+    $FXCPP_PYTHON scripts/gen_python_return_types.py > src/passes/python_return_types.inc
 
 tests/passes/normalize_args_oracle.py checks the table against the running torch.
 """

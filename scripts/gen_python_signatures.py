@@ -5,9 +5,9 @@ torch.typename, ...) in torch 1.13,
 as torch.fx's normalize_function sees them (inspect.signature of the
 unwrapped function; a boolean-dispatched function as its if_true branch when
 both branches take the same parameters). NormalizeArgs binds call_function
-arguments to them. Run with Debian's python3-torch:
+arguments to them. Run with the venv Python of scripts/env.sh (torch 2.14):
 
-    /usr/bin/python3 scripts/gen_python_signatures.py > src/passes/python_signatures.inc
+    $FXCPP_PYTHON scripts/gen_python_signatures.py > src/passes/python_signatures.inc
 
 tests/passes/normalize_args_oracle.py checks the table against the running torch.
 """
