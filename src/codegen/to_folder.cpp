@@ -7,8 +7,6 @@
 #include <fx/nn/shape.h>
 
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "../ir/repr.h"
+#include "../serialize/torch_load.h"
 #include "../trace/module_dicts.h"
 #include "write_file.h"
 
@@ -172,28 +171,17 @@ void collect(const torch::nn::Module& m, const std::string& prefix, c10::Dict<st
   for (const auto& c : m.named_children()) collect(*c.value(), prefix + c.key() + ".", out);
 }
 
-// torch::pickle_save without the type tags of typed containers: torch.load of
-// torch >= 2.6 defaults to weights_only=True, which refuses the tags' global
-// (torch.jit._pickle.restore_type_tag), and module.py calls torch.load so.
-// Untagged, the dict is a plain dict of tensors, as torch.save writes one.
+// torch.save's archive of `value`, as fx::save_state_dict writes one: plain
+// containers, which torch.load's weights_only default (torch >= 2.6) accepts,
+// and module.py calls torch.load so.
 std::string save_untagged(const c10::IValue& value) {
-  std::vector<char> pickled;
-  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickled.insert(pickled.end(), buf, buf + n); },
-                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
-                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
-                              /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(value);
-  pickler.stop();
   std::string out;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
-      out.append(static_cast<const char*>(bytes), n);
-      return n;
-    });
-    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
-    writer.writeEndOfFile();
-  }
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+    out.append(static_cast<const char*>(bytes), n);
+    return n;
+  });
+  detail::write_torch_save(value, writer);
+  writer.writeEndOfFile();
   return out;
 }
 
