@@ -100,7 +100,8 @@ void register_shifted_window_attention(Adapters& ad) {
                                   opt("dropout", 0.0),
                                   opt("qkv_bias", c10::IValue()),
                                   opt("proj_bias", c10::IValue()),
-                                  opt("logit_scale", c10::IValue())};
+                                  opt("logit_scale", c10::IValue()),
+                                  opt("training", true)};
   ad.function(fn, [fn, params](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
     auto a = bind(fn, params, args, kwargs);
     const at::Tensor input = to_tensor(fn, a[0]);
@@ -115,6 +116,7 @@ void register_shifted_window_attention(Adapters& ad) {
     c10::optional<at::Tensor> qkv_bias = to_opt_tensor(fn, a[9]);
     const c10::optional<at::Tensor> proj_bias = to_opt_tensor(fn, a[10]);
     const c10::optional<at::Tensor> logit_scale = to_opt_tensor(fn, a[11]);
+    const bool training = to_bool(fn, a[12]);
     if (input.dim() != 4)
       throw Error(fn + ": expected input of 4 dimensions (N, H, W, C), got " + std::to_string(input.dim()));
     if (num_heads <= 0) throw Error(fn + ": num_heads must be positive, got " + std::to_string(num_heads));
@@ -161,12 +163,10 @@ void register_shifted_window_attention(Adapters& ad) {
       attn = attn + mask.unsqueeze(1).unsqueeze(0);
       attn = attn.view({-1, num_heads, x.size(1), x.size(1)});
     }
-    // torchvision calls F.dropout without `training`, so it drops in eval
-    // mode too (its swin models pass p = 0).
-    attn = at::dropout(at::softmax(attn, -1), attention_dropout, /*train=*/true);
+    attn = at::dropout(at::softmax(attn, -1), attention_dropout, training);
 
     x = attn.matmul(v).transpose(1, 2).reshape({x.size(0), x.size(1), c});
-    x = at::dropout(at::linear(x, proj_weight, proj_bias), dropout, /*train=*/true);
+    x = at::dropout(at::linear(x, proj_weight, proj_bias), dropout, training);
 
     // Reverse the windows, the shift and the padding.
     x = x.view({b, pad_h / window[0], pad_w / window[1], window[0], window[1], c})

@@ -95,7 +95,7 @@ std::string EmbeddingBag::extra_repr() const {
   if (max_norm) s += ", max_norm=" + py_float(*max_norm);
   if (norm_type != 2) s += ", norm_type=" + py_float(norm_type);
   if (scale_grad_by_freq) s += ", scale_grad_by_freq=True";
-  s += ", mode=" + mode;
+  s += ", mode=" + py_str(mode);  // repr(mode) since torch 2.x
   if (padding_idx) s += ", padding_idx=" + std::to_string(*padding_idx);
   return s;
 }

@@ -161,7 +161,7 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine_
 
 std::string GroupNorm::extra_repr() const {
   return std::to_string(num_groups) + ", " + std::to_string(num_channels) + ", eps=" + py_float(eps) +
-         ", affine=" + py_bool(affine);
+         ", affine=" + py_bool(affine) + ", bias=" + py_bool(bias.defined());
 }
 
 Value GroupNorm::forward(const std::vector<Value>& args) {

@@ -65,7 +65,7 @@ std::string Upsample::extra_repr() const {
                       : options.size.size() == 1 ? std::to_string(options.size[0])
                                                  : py_tuple(options.size));
   }
-  return info + ", mode=" + options.mode;  // str(mode): no quotes
+  return info + ", mode=" + py_str(options.mode);  // repr(mode) since torch 2.x
 }
 
 Value Upsample::forward(const std::vector<Value>& args) {
