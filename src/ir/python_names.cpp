@@ -16,8 +16,9 @@ constexpr std::array<std::string_view, 35> kKeywords = {
     "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
     "or",    "pass",   "raise",   "return",   "try",      "while",  "with",   "yield"};
 
-// sorted(builtins.__dict__) of Python 3.11 as torch.fx 1.13 sees it (site's
-// exit/quit/help/... included), generated with /usr/bin/python3.
+// sorted(builtins.__dict__) of Python 3.11 as torch.fx sees it (site's
+// exit/quit/help/... included): the same 157 names under Debian's python3
+// and under the venv's Python 3.11 with torch 2.14.
 constexpr std::array<std::string_view, 157> kBuiltins = {
     "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
     "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",

@@ -1,4 +1,4 @@
-// AnnotateTypesWithSchema: torch/fx/experimental/schema_type_annotation.py (1.13).
+// AnnotateTypesWithSchema: torch/fx/experimental/schema_type_annotation.py (torch.fx 2.14).
 #include <fx/graph_module.h>
 #include <fx/passes/annotate_types_with_schema.h>
 

@@ -22,7 +22,7 @@ struct Pattern {
   std::type_index first, bn;
 };
 
-// torch.fx 1.13's patterns, then Linear+BatchNorm1d.
+// torch.fx 2.14's patterns, in its order (1.13's fuse had only the three Conv pairs).
 const Pattern kPatterns[] = {
     {typeid(nn::Conv1d), typeid(nn::BatchNorm1d)},
     {typeid(nn::Conv2d), typeid(nn::BatchNorm2d)},

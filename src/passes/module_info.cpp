@@ -1,4 +1,6 @@
-// torch.nn's module paths and __constants__ (torch 1.13), for fx::nn's modules.
+// torch.nn's module paths and __constants__, for fx::nn's modules: torch
+// 2.14's, except TransformerEncoderLayer, which still lists batch_first as
+// torch 1.13 did (2.x's __constants__ is ['norm_first']).
 #include <fx/nn.h>
 
 #include "../ir/repr.h"

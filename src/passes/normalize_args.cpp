@@ -1,4 +1,4 @@
-// NormalizeArgs: torch/fx/experimental/normalize.py (1.13).
+// NormalizeArgs: torch/fx/experimental/normalize.py (torch.fx 2.14).
 #include <fx/passes/normalize_args.h>
 
 namespace fx::passes {

@@ -1,4 +1,4 @@
-// NormalizeOperators: torch/fx/experimental/normalize.py (1.13).
+// NormalizeOperators: torch/fx/experimental/normalize.py (torch.fx 2.14).
 #include <fx/passes/normalize_operators.h>
 
 #include <string_view>

@@ -1,4 +1,4 @@
-// normalize_function / normalize_module: torch/fx/operator_schemas.py (1.13).
+// normalize_function / normalize_module: torch/fx/operator_schemas.py (torch.fx 2.14).
 #include <fx/graph_module.h>
 #include <fx/node.h>
 #include <fx/passes/operator_schemas.h>

@@ -1,4 +1,4 @@
-// ShapeProp and TensorMetadata, as torch/fx/passes/shape_prop.py 1.13.
+// ShapeProp and TensorMetadata, as torch/fx/passes/shape_prop.py (torch.fx 2.14).
 #include <fx/graph_module.h>
 #include <fx/passes/shape_prop.h>
 #include <fx/runtime.h>

@@ -1,4 +1,4 @@
-// split_module: torch/fx/passes/split_module.py (1.13), step by step.
+// split_module: torch/fx/passes/split_module.py (torch.fx 2.14), step by step.
 #include <fx/passes/split_module.h>
 
 #include "../trace/module_dicts.h"

@@ -1,5 +1,6 @@
-// SubgraphMatcher: torch/fx/passes/utils/matcher_utils.py (1.13), with
-// ignore_literals from torch.fx 2.x. The partial match is one slot per
+// SubgraphMatcher: torch/fx/passes/utils/matcher_utils.py, with 1.13's rules
+// for arguments and ignore_literals from torch.fx 2.x (docs/subgraph_rewriting.md
+// lists where 2.14's matcher differs). The partial match is one slot per
 // pattern node plus a reverse map of the graph nodes in use; backtracking
 // undoes assignments from a trail instead of copying the match as FX does.
 #include <fx/error.h>
@@ -98,8 +99,9 @@ class SubgraphMatcher::Search {
     candidates_.resize(m_.anchors_.size());
     for (size_t k = 0; k < m_.anchors_.size(); ++k) {
       candidates_[k] = all_candidates(m_.anchors_[k]);
-      // FX 1.13 fails (KeyError) when an anchor has no candidate; later FX
-      // finds nothing, and so does fxcpp.
+      // An anchor without candidates: fxcpp finds nothing. torch.fx 2.14
+      // finds nothing when that is its only anchor, but fails (KeyError)
+      // when another anchor has candidates; 1.13 failed with a KeyError.
       if (candidates_[k].empty()) return {};
     }
     backtrack(0);

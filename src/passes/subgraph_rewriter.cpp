@@ -1,6 +1,7 @@
 // replace_pattern and replace_pattern_with_filters: torch/fx/subgraph_rewriter.py
-// (1.13's replace_pattern; the filters, ignore_literals, ReplacedPatterns and
-// the attribute copy of _replace_attributes from torch.fx 2.x). Everything
+// (written after 1.13's replace_pattern; the filters, ignore_literals,
+// ReplacedPatterns and the attribute copy of _replace_attributes from torch.fx
+// 2.x; docs/subgraph_rewriting.md lists where it differs from 2.14). Everything
 // that can be wrong with the inputs is checked before the graph is touched.
 #include <fx/error.h>
 #include <fx/subgraph_rewriter.h>

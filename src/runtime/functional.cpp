@@ -85,9 +85,12 @@ c10::IValue pair(std::tuple<at::Tensor, at::Tensor> t) {
   return c10::ivalue::Tuple::create({std::get<0>(t), std::get<1>(t)});
 }
 
-// F.multi_head_attention_forward (torch/nn/functional.py, 1.13), step by step:
-// LibTorch's C++ version differs (bool masks are added, not masked; 3-D masks
-// are not accepted), so this follows the Python one.
+// F.multi_head_attention_forward as torch/nn/functional.py wrote it in 1.13,
+// step by step: LibTorch's C++ version differs (bool masks are added, not
+// masked; 3-D masks are not accepted), so this follows the Python one. 2.14's
+// Python version differs from these steps: it takes is_causal (this adapter
+// does not), turns bool masks into float ones before merging them, and
+// without need_weights computes through scaled_dot_product_attention.
 c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>& a) {
   at::Tensor query = to_tensor(fn, a[0]), key = to_tensor(fn, a[1]), value = to_tensor(fn, a[2]);
   const int64_t embed_dim_to_check = to_int(fn, a[3]), num_heads = to_int(fn, a[4]);
@@ -534,7 +537,7 @@ void register_functional(Adapters& ad) {
                                                                 reduction_enum(fn, a[3], a[4], a[5])));
       });
 
-  // ---- multi-head attention: a Python function in torch 1.13 ----------------
+  // ---- multi-head attention: a Python function in torch (1.13 and 2.14) -----
   reg("multi_head_attention_forward",
       {req("query"),
        req("key"),

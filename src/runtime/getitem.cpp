@@ -51,7 +51,8 @@ bool is_index_kind(const c10::IValue& v) {
 // applySlicing) with ATen ops: ints select, slices slice, None and bools
 // unsqueeze, Ellipsis skips the unindexed dims, tensors and lists index
 // through aten::index. (at::indexing::TensorIndex is not used: copying one
-// in LibTorch 1.13 reads an uninitialized bool, which UBSan reports.)
+// in LibTorch 1.13 read an uninitialized bool, which UBSan reported. 2.14's
+// TensorIndex initializes that bool.)
 at::Tensor index_tensor_with(const at::Tensor& self, const std::vector<c10::IValue>& idx) {
   int64_t specified = 0;
   bool seen_ellipsis = false;

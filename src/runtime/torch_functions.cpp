@@ -1,4 +1,4 @@
-// torch.* functions that are Python code in torch 1.13, not ATen operators,
+// torch.* functions that are Python code in torch (2.14), not ATen operators,
 // or whose Python signature differs from the ATen schema: torch.split,
 // torch.einsum / meshgrid / broadcast_tensors (varargs), torch.tensor,
 // torch.is_tensor, torch._assert, torch.fx's _assert_is_none.

@@ -10,7 +10,7 @@
 //   model = ResNet().eval()          # loads /tmp/resnet/state_dict.pt
 //   y = model(torch.randn(1, 3, 64, 64))
 //
-// It writes, as torch.fx 1.13 does:
+// It writes, as torch.fx 2.14 does:
 //   dir/state_dict.pt  torch.save(gm.state_dict()) (tensor attributes count
 //                      as buffers, as torch.fx registers them);
 //   dir/module.py      `class <module_name>(torch.nn.Module)`: __init__ builds

@@ -52,7 +52,7 @@ class GELU : public StandardModule {
 
 // torch.nn.SiLU(inplace=False), Mish(inplace=False), Hardswish(inplace=False),
 // Hardsigmoid(inplace=False). Hardswish and Hardsigmoid print no inplace flag,
-// as in PyTorch 1.13.
+// as in PyTorch 2.14.
 class SiLU : public StandardModule {
  public:
   explicit SiLU(bool inplace = false);

@@ -8,10 +8,10 @@
 //   std::unique_ptr<fx::GraphModule> fused = fx::passes::fuse(*model);  // as torch.fx's fuse(model)
 //   bool changed = fx::passes::fuse(*gm);                                // or in place on a GraphModule
 //
-// Patterns, as torch.fx 1.13 (exact module types, `type(m) is ...`):
-// Conv1d+BatchNorm1d, Conv2d+BatchNorm2d, Conv3d+BatchNorm3d, and, from
-// torch.nn.utils.fusion.fuse_linear_bn_eval (not in torch.fx's fuse),
-// Linear+BatchNorm1d. A pair is fused when the conv's output has no other
+// Patterns, as torch.fx 2.14 (exact module types, `type(m) is ...`):
+// Conv1d+BatchNorm1d, Conv2d+BatchNorm2d, Conv3d+BatchNorm3d and
+// Linear+BatchNorm1d (torch.nn.utils.fusion.fuse_linear_bn_eval; 1.13's fuse
+// had only the Conv pairs). A pair is fused when the conv's output has no other
 // user and the BatchNorm tracks running stats; the conv's module is replaced
 // by a new fx::nn module with the folded weights and the BatchNorm node is
 // erased. The original modules are never modified.

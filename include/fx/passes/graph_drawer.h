@@ -1,12 +1,13 @@
 #pragma once
 // fx::passes::FxGraphDrawer: a GraphModule as a Graphviz graph, as
-// torch/fx/passes/graph_drawer.py 1.13 draws it: one record per node (name,
-// opcode, target, the args/kwargs that are not nodes, the number of users;
-// for call_module the module's class and constants; after ShapeProp the
-// dtype, shape, requires_grad and stride of its value), one Salmon record per
-// parameter and buffer of each called module, an edge from each node to each
-// of its users. Colours are FX's: fixed per opcode, and for call_function /
-// call_method one of 16 picked by the MD5 of the target's name.
+// torch/fx/passes/graph_drawer.py draws it with torch.fx 2.14 and pydot 4:
+// one record per node (name, opcode, target, the args/kwargs that are not
+// nodes, the number of users; for call_module the module's class and
+// constants; after ShapeProp the dtype, shape, requires_grad and stride of
+// its value), one Salmon record per parameter and buffer of each called
+// module, an edge from each node to each of its users. Colours are FX's:
+// fixed per opcode, and for call_function / call_method one of 16 picked by
+// the MD5 of the target's name.
 //
 //   fx::passes::ShapeProp(*gm).propagate({torch::randn({1, 3, 224, 224})});
 //   fx::passes::FxGraphDrawer drawer(*gm, "resnet18");

@@ -1,6 +1,6 @@
 #pragma once
-// fx::passes::NormalizeArgs: rewrite calls to keyword form (torch.fx's
-// torch/fx/experimental/normalize.py NormalizeArgs, 1.13): each
+// fx::passes::NormalizeArgs: rewrite calls to keyword form (torch.fx 2.14's
+// NormalizeArgs, torch/fx/experimental/normalize.py): each
 // call_function and call_module node's arguments are matched to its
 // target's signature (see operator_schemas.h), the defaults filled in, and
 // written as keywords in parameter order, or, with

@@ -1,11 +1,11 @@
 #pragma once
-// fx::passes::NormalizeOperators: torch.fx 1.13's NormalizeOperators
+// fx::passes::NormalizeOperators: torch.fx 2.14's NormalizeOperators
 // (torch/fx/experimental/normalize.py). An AnnotateTypesWithSchema that
 // also writes the torch functions that spell a binary operator as that
 // operator: torch.add -> operator.add, and likewise torch.mul, sub, div
 // (operator.truediv), floor_divide, remainder (operator.mod), eq, ne, lt,
 // le, gt, ge. Only calls with exactly two positional arguments are
-// rewritten, and their keyword arguments are dropped, as torch.fx 1.13 does
+// rewritten, and their keyword arguments are dropped, as torch.fx 2.14 does
 // (`torch.add(x, y, alpha=2)` becomes `x + y`).
 //
 //   auto normalized = fx::passes::NormalizeOperators(*gm).transform();

@@ -1,6 +1,6 @@
 #pragma once
-// Argument normalization against a target's signature (torch.fx's
-// torch/fx/operator_schemas.py, 1.13): match a call's positional and keyword
+// Argument normalization against a target's signature (torch.fx 2.14's
+// torch/fx/operator_schemas.py): match a call's positional and keyword
 // arguments to the parameters of what it calls, fill in the defaults, and
 // return them positional-then-keyword (or keywords only).
 //
@@ -9,7 +9,7 @@
 //
 // Where the signature comes from, as torch.fx finds it:
 // - Python functions (torch.nn.functional.relu, softmax, dropout, layer_norm,
-//   max_pool2d..., torch.functional.split): torch 1.13's inspect.signature,
+//   max_pool2d..., torch.functional.split): torch 2.14's inspect.signature,
 //   kept in a generated table (scripts/gen_python_signatures.py); functions
 //   with *args are not normalized, as in FX;
 // - builtins (torch.relu, torch.flatten, torch.nn.functional.gelu, torch.conv2d,

@@ -1,7 +1,7 @@
 #pragma once
 // fx::passes::split_module: cut a GraphModule into submodules, one per
 // partition, and a base module that calls them in order (torch.fx's
-// torch/fx/passes/split_module.py, 1.13).
+// torch/fx/passes/split_module.py, 2.14).
 //
 //   // three partitions, chosen by a node's position
 //   int64_t i = 0;
@@ -10,7 +10,7 @@
 //   split->get_submodule("submod_1");       // a GraphModule holding that partition's nodes
 //
 // The callback sees every call_function / call_method / call_module node, in
-// graph order, and names its partition. What it builds, as FX 1.13 does:
+// graph order, and names its partition. What it builds, as torch.fx 2.14 does:
 // - a partition per distinct id, `submod_<id>`, ordered topologically by
 //   the values they exchange (a stack: FX's order, not simply by id);
 // - a partition's placeholders are the values it reads from elsewhere
@@ -24,7 +24,7 @@
 // - keep_original_order: the base module calls the partitions in the order
 //   of their first node instead of the topological order;
 // - a partition none of whose values is read elsewhere returns `()` and is
-//   not unpacked (later torch.fx; 1.13 fails with IndexError).
+//   not unpacked (torch.fx 2.x; 1.13 failed with IndexError).
 // `root_m` is not used (as in FX: it is there for the caller's symmetry).
 // qualname_map, when given, receives `submod_<id>.<new name>` -> original
 // call_module target.
