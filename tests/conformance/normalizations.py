@@ -15,7 +15,7 @@ FIXED = []
 
 
 def functional_pairs(targets):
-    """For each torch.nn.functional.X target used, the name torch.fx 1.13 prints for it, if different.
+    """For each torch.nn.functional.X target used, the name torch.fx 2.14 prints for it, if different.
 
     In torch 2.14 several functions of torch.nn.functional (gelu, linear, softplus,
     conv2d, ...) are the C++ builtins of torch._C._nn or torch themselves, so torch.fx

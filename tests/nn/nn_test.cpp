@@ -1,4 +1,4 @@
-// fx::nn against torch.nn 1.13: repr, state dict keys and shapes, outputs on
+// fx::nn against torch.nn 2.14: repr, state dict keys and shapes, outputs on
 // Python's state dict and inputs (data from oracle.py), deep copies, saving
 // for Python (read back by roundtrip.py), tracing a model that uses every
 // leaf module, and constructor arguments (fx::module_spec against

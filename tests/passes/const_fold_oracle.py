@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's split_const_subgraphs (torch.fx.experimental.const_fold) on
+"""torch.fx 2.14's split_const_subgraphs (torch.fx.experimental.const_fold) on
 the models of const_fold_test.cpp: the main graph, its code, the constant
 subgraph and the name of the folded attribute."""
 import simplify_oracle as so

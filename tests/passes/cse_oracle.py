@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's CSEPass on the models of cse_test.cpp. Random calls are
+"""torch.fx 2.14's CSEPass on the models of cse_test.cpp. Random calls are
 given to CSEPass as banned ops (fxcpp never merges them); Mutated, where
 torch.fx merges two reads around an in-place write, is left unchanged by
 fxcpp, so only its graph before is recorded."""

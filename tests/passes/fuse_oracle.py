@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's fuse and remove_dropout (torch.fx.experimental.optimization)
+"""torch.fx 2.14's fuse and remove_dropout (torch.fx.experimental.optimization)
 on the models of fuse_test.cpp and on torchvision's resnet18 / mobilenet_v2.
-LinearBn uses the same fuse with fxcpp's extra pattern (Linear, BatchNorm1d)
-folded by torch.nn.utils.fusion.fuse_linear_bn_eval."""
+LinearBn runs fuse's loop with a fuse_linear_bn_eval that also takes a
+BatchNorm without affine parameters, which torch's own does not."""
 import copy
 
 import simplify_oracle as so
@@ -15,8 +15,8 @@ from torch.nn.utils.fusion import fuse_linear_bn_weights
 
 def fuse_linear_bn_eval(linear, bn):
     """torch.nn.utils.fusion.fuse_linear_bn_eval, also for a BatchNorm without
-    affine parameters (1.13's fails on bn.weight None; fxcpp uses ones and zeros,
-    as fuse_conv_bn_weights does)."""
+    affine parameters (torch's fails on bn.weight None, in 2.14 as in 1.13;
+    fxcpp uses ones and zeros, as fuse_conv_bn_weights does)."""
     assert not (linear.training or bn.training), "Fusion only for eval!"
     fused = copy.deepcopy(linear)
     w = bn.weight if bn.weight is not None else torch.ones_like(bn.running_mean)
@@ -79,7 +79,8 @@ class Drops(nn.Module):
 
 
 def fuse_with_linear(model):
-    """torch.fx's fuse with the (Linear, BatchNorm1d) pattern after its three."""
+    """torch.fx 2.14's fuse (its four patterns, Linear+BatchNorm1d last), with
+    the fuse_linear_bn_eval above."""
     patterns = [(nn.Conv1d, nn.BatchNorm1d), (nn.Conv2d, nn.BatchNorm2d), (nn.Conv3d, nn.BatchNorm3d),
                 (nn.Linear, nn.BatchNorm1d)]
     model = copy.deepcopy(model)

@@ -1,4 +1,4 @@
-// fx::passes::fuse and remove_dropout against torch.fx 1.13's
+// fx::passes::fuse and remove_dropout against torch.fx 2.14's
 // torch.fx.experimental.optimization (fuse_oracle.py: the same small models
 // in Python, and torchvision's resnet18 / mobilenet_v2 for fxcpp::models'),
 // with outputs allclose to the unfused model's.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's ShapeProp on the models of passes_models.py: for each node,
+"""torch.fx 2.14's ShapeProp on the models of passes_models.py: for each node,
 the type of its value and the tensor metadata it recorded, and the shape-aware
 print_tabular table of fxcpp built with tabulate from the same metadata. Writes
 JSON to argv[1]; exits 77 when torch is not importable."""
@@ -48,8 +48,9 @@ def shapes(m, leaf):
 def run(model, inputs, pairs):
     import normalizations
     gm = torch.fx.symbolic_trace(model)
-    # The formats each value is contiguous in (FX's pick among several
-    # depends on the iteration order of a Python set).
+    # The formats each value is contiguous in (torch.fx 1.13's pick among
+    # several depended on the iteration order of a Python set; 2.14 picks the
+    # first in the order of FORMATS).
     formats = {}
 
     class Recording(ShapeProp):

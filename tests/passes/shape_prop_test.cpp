@@ -1,4 +1,4 @@
-// ShapeProp against torch.fx 1.13's ShapeProp (shape_prop_oracle.py): on a
+// ShapeProp against torch.fx 2.14's ShapeProp (shape_prop_oracle.py): on a
 // small model and on the torchvision corpus (resnet18, mobilenet_v2, a small
 // vit), every node's meta["type"] and meta["tensor_meta"] (shape, dtype,
 // requires_grad, stride, memory_format, quantization) print as FX's do; the
@@ -50,9 +50,10 @@ std::vector<fx::Value> inputs_for(const json& want) {
 
 // FX's repr of a node's tensor_meta, with the memory format of each tensor
 // that is contiguous in several formats replaced by the first of them in
-// the order FX's source lists them (FX iterates a set whose order varies
-// from run to run). `formats` lists, per tensor of the value, the formats it
-// is contiguous in.
+// the order FX's source lists them. (torch.fx 1.13 iterated a set whose
+// order varied from run to run; 2.14 asks in that order and picks the first
+// itself.) `formats` lists, per tensor of the value, the formats it is
+// contiguous in.
 std::string expected_repr(const json& meta, const json& formats, size_t& tensor) {
   if (meta.contains("repr")) {
     std::string repr = meta["repr"];

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""torch.fx 1.13's answers for tests/passes/subgraph_rewriter_test.cpp.
+"""torch.fx 2.14's answers for tests/passes/subgraph_rewriter_test.cpp.
 
 Each REWRITES case is a model, a pattern and a replacement (most ported from
 pytorch's test/fx/test_subgraph_rewriter.py); the oracle runs
 torch.fx.replace_pattern on symbolic_trace(model) and records the graph text,
 the code and the number of matches. The FILTERED cases run torch.fx 2.x's
-replace_pattern_with_filters, ported below onto 1.13's matcher (1.13 lacks it).
-The MATCHER cases run 1.13's SubgraphMatcher with its options and record
-every match as (pattern node, matched value) names. Writes JSON to argv[1].
+replace_pattern_with_filters as ported below (the port dates from the 1.13
+oracle, which lacked it) on 2.14's matcher. The MATCHER cases run 2.14's
+SubgraphMatcher with its options and record every match as (pattern node,
+matched value) names. Writes JSON to argv[1].
 """
 import json
 import os
@@ -381,10 +382,13 @@ SEQUENTIAL = {
 }
 
 
-# ---- torch.fx 2.x's replace_pattern_with_filters, on 1.13's matcher -------
+# ---- torch.fx 2.x's replace_pattern_with_filters, ported --------------------
 
 class LiteralsMatcher(SubgraphMatcher):
-    """1.13's matcher with 2.x's ignore_literals: a literal of the pattern matches any value."""
+    """The matcher with 2.x's ignore_literals: a literal of the pattern matches any value.
+
+    2.14's matcher reads self.ignore_literals itself; it never calls the
+    _match_args below (its own is local to _match_nodes)."""
 
     def __init__(self, pattern, ignore_literals):
         super().__init__(pattern, match_output=False, match_placeholder=False, remove_overlapping_matches=True)

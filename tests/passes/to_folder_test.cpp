@@ -1,6 +1,7 @@
 // fx::to_folder against torch.fx 2.14's GraphModule.to_folder: module.py
-// byte for byte (see to_folder_oracle.py), and Debian's python3 importing the
-// folder and computing what the GraphModule computes.
+// byte for byte (see to_folder_oracle.py), and the oracle's Python
+// (FXCPP_PYTHON) importing the folder and computing what the GraphModule
+// computes.
 #include "oracle.h"
 
 #include <fx/codegen/to_folder.h>

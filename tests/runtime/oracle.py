@@ -3,7 +3,7 @@
 torch.fx GraphModule would (targets resolved by their qualified names), and
 writes what fxcpp's runtime must reproduce:
 
-    /usr/bin/python3 oracle.py OUT_DIR
+    $FXCPP_PYTHON oracle.py OUT_DIR
 
 OUT_DIR/expected.json  {"torch_version", "cases": [{"name", "family", "kind",
                         "target", "args", "kwargs", "result" | "error",

@@ -1,5 +1,5 @@
 // The runtime against real torch: every call of cases.py, evaluated by
-// oracle.py with torch 1.13, is resolved and called with fxcpp's runtime and
+// oracle.py with torch 2.14, is resolved and called with fxcpp's runtime and
 // must give the same values of the same Python types.
 //
 // Inputs go through fx::Argument and fx::to_ivalue (tensors as placeholder

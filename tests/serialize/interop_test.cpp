@@ -1,4 +1,4 @@
-// GraphModule files between torch.fx 1.13 and fxcpp. interop.py export wrote
+// GraphModule files between torch.fx 2.14 and fxcpp. interop.py export wrote
 // torch.fx's files (DATA/py): fxcpp loads them, prints the same graph and code,
 // and gives the same outputs. This test writes fxcpp's (DATA/cpp), which
 // interop.py check reads back into torch.fx.

@@ -1,4 +1,4 @@
-// concrete_args: specializing forward parameters, compared with torch.fx 1.13
+// concrete_args: specializing forward parameters, compared with torch.fx 2.14
 // tracing the Python originals in models.py with the same concrete_args.
 #include "models.h"
 

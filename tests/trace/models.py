@@ -1,5 +1,5 @@
 """Python originals of the C++ models in trace_test.cpp; oracle.py traces
-them with torch.fx 1.13 to give the expected graph text and code."""
+them with torch.fx 2.14 to give the expected graph text and code."""
 import math
 
 import torch
@@ -85,7 +85,7 @@ class Operations(nn.Module):  # operators, methods, kwargs, indexing, reflection
         b = x.size(0)
         h = x.view(b, -1)
         ch = h.chunk(2, dim=1)
-        a, c = ch[0], ch[1]  # FX 1.13 cannot unpack a Proxy on Python 3.11
+        a, c = ch[0], ch[1]  # indexed: FX 1.13 could not unpack a Proxy on Python 3.11
         z = torch.cat([a, c], dim=1) * scale
         z = 2 - z
         z = 1 / (z + 1e-05)
@@ -146,9 +146,9 @@ class Paired(nn.Module):  # concrete_args with structures: the graph takes their
         return (x + pair[0], [x * pair[1], x])
 
 
-# name -> the concrete_args Tracer.trace gets for that model. (torch.fx 1.13
-# cannot compile the code of a structured trace of a forward with defaults:
-# its flattening statement repeats them, so Paired has none.)
+# name -> the concrete_args Tracer.trace gets for that model. (torch.fx, 1.13
+# and 2.14 alike, cannot compile the code of a structured trace of a forward
+# with defaults: its flattening statement repeats them, so Paired has none.)
 CONCRETE_ARGS = {
     'specialized_flags': {'flag': False, 'bias': None, 'n': 3},
     'specialized_float': {'flag': True, 'n': 2.5},

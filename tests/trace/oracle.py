@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Traces the models of models.py with torch.fx 1.13 and writes their graph
+"""Traces the models of models.py with torch.fx 2.14 and writes their graph
 text and code (normalized as tests/conformance/normalizations.py says) to
 the JSON file named on the command line."""
 import json

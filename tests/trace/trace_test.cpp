@@ -1,4 +1,4 @@
-// Symbolic tracing of C++ models, compared with what torch.fx 1.13 records
+// Symbolic tracing of C++ models, compared with what torch.fx 2.14 records
 // for the Python originals in models.py (expected texts from oracle.py).
 #include "models.h"
 

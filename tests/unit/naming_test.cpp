@@ -1,5 +1,5 @@
-// Node names follow torch.fx's _Namespace rules exactly; expected names were
-// produced by torch.fx 1.13 for the same sequence of calls.
+// Node names follow torch.fx's _Namespace rules exactly; expected names are
+// what torch.fx 2.14 gives for the same sequence of calls.
 #include <fx/fx.h>
 #include <gtest/gtest.h>
 

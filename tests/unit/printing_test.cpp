@@ -1,7 +1,6 @@
 // Golden texts of the graph printout, python_code and print_tabular. The
-// expected strings were printed by torch.fx 1.13 for the same graph (with
-// `#users` spelled `num_users`, and print_tabular's function objects spelled
-// by their qualified names).
+// expected strings are what torch.fx 2.14 prints for the same graph (with
+// print_tabular's function objects spelled by their qualified names).
 #include <fx/fx.h>
 #include <gtest/gtest.h>
 

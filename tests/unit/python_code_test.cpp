@@ -1,5 +1,5 @@
-// python_code(): statements torch.fx generates. Expected texts were printed
-// by torch.fx 1.13 for the same graphs.
+// python_code(): statements torch.fx generates. Expected texts are what
+// torch.fx 2.14 prints for the same graphs.
 #include <fx/fx.h>
 #include <gtest/gtest.h>
 
