@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_fx (torch 1.13) on torchvision's resnet50: the time to capture a
+"""make_fx on torchvision's resnet50: the time to capture a
 forward and a training step (forward, sum, torch.autograd.grad over the
 parameters), beside one eager run of the same code; the Python side of
 bench/run_capture_bench.sh (capture_bench.cpp is the fxcpp side).

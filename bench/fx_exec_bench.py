@@ -3,7 +3,7 @@
 
 Prints JSON on stdout (progress on stderr):
 
-    /usr/bin/python3 bench/fx_exec_bench.py [--repeats R] [--workloads a,b,...]
+    $FXCPP_PYTHON bench/fx_exec_bench.py [--repeats R] [--workloads a,b,...]
 
 Execution (N = 1000 tiny ops on a 4x4 float tensor, the chain of
 bench/exec_bench.cpp built with the torch.fx.Graph API, the same targets):
@@ -14,7 +14,7 @@ bench/exec_bench.cpp built with the torch.fx.Graph API, the same targets):
 Tracing (N = 1000 and 10000 layers of Linear(8, 8) + ReLU in an nn.Sequential):
   trace_mlp          torch.fx.Tracer().trace(model)
   symbolic_trace_mlp torch.fx.symbolic_trace(model): graph + GraphModule
-and torchvision 0.14's resnet50 (N = 1):
+and torchvision's resnet50 (N = 1):
   trace_resnet50, symbolic_trace_resnet50
 and a chain x + c_i over N = 1000 tensors that are not attributes of the
 model, which tracing names `_tensor_constant0` ... on a fresh model each run:

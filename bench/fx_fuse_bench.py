@@ -1,11 +1,11 @@
 """The Python side of the Conv+BatchNorm folding benchmark (see
-fuse_bench.cpp): torchvision 0.14's resnet50 in eval mode with the weights
+fuse_bench.cpp): torchvision's resnet50 in eval mode with the weights
 fuse_bench saved, one forward timed run after run for PyTorch eager, the
-torch.fx GraphModule (symbolic_trace) and torch.fx 1.13's
+torch.fx GraphModule (symbolic_trace) and torch.fx's
 torch.fx.experimental.optimization.fuse. Prints one JSON object like
 fuse_bench's.
 
-    /usr/bin/python3 bench/fx_fuse_bench.py WEIGHTS.pt [--runs N] [--batch B] [--threads T]
+    $FXCPP_PYTHON bench/fx_fuse_bench.py WEIGHTS.pt [--runs N] [--batch B] [--threads T]
 """
 
 import argparse

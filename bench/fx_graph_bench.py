@@ -5,7 +5,7 @@ Runs the workloads of bench/graph_bench.cpp with the torch.fx.Graph API
 directly (operator.add targets, the same graph shapes) and prints the results
 as JSON on stdout; progress goes to stderr.
 
-    /usr/bin/python3 bench/fx_graph_bench.py [--limit SECONDS] [--sizes 1000,10000,...]
+    $FXCPP_PYTHON bench/fx_graph_bench.py [--limit SECONDS] [--sizes 1000,10000,...]
 
 Workloads (N = number of call_function nodes):
   build               placeholder x, N chained operator.add(prev, 1), output
@@ -17,7 +17,8 @@ Workloads (N = number of call_function nodes):
   graph_copy          copy a prebuilt chain into a new Graph with a value map
 
 build and build_python_code use torch.fx's default naming (add, add_1, ...),
-which is quadratic in 1.13 when many nodes share a base name. The inputs of
+which was quadratic in 1.13 when many nodes share a base name (2.x keeps a
+count per base name). The inputs of
 the other workloads are prebuilt outside the timed region with the same
 names passed explicitly, which gives the identical graph in linear time
 (checked at start-up).

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""The passes_bench workloads in torch.fx 1.13, for comparison with fxcpp.
+"""The passes_bench workloads in torch.fx, for comparison with fxcpp.
 
 Runs the workloads of bench/passes_bench.cpp with torch.fx's own passes on
 the same graphs and prints the results as JSON on stdout; progress goes to
 stderr.
 
-    /usr/bin/python3 bench/fx_passes_bench.py [--limit SECONDS] [--sizes 10000,100000]
+    $FXCPP_PYTHON bench/fx_passes_bench.py [--limit SECONDS] [--sizes 10000,100000]
 
 Workloads (N = number of call_function nodes; the graphs are built with the
 names passed explicitly, which is linear in torch.fx, outside the timing):
@@ -151,7 +151,8 @@ def main():
 if __name__ == "__main__":
     # torch.fx 1.13's subgraph matcher checks each match with a recursive DFS
     # over everything downstream of it (fuser_utils.validate_partition): on a
-    # chain of N nodes that recursion is N deep. Give it the room.
+    # chain of N nodes that recursion is N deep. Give it the room. (2.14's
+    # validate_partition walks the same nodes without recursing.)
     sys.setrecursionlimit(10_000_000)
     threading.stack_size(1 << 30)
     t = threading.Thread(target=main)

@@ -11,8 +11,8 @@
 //   graph_copy          copy a prebuilt chain into a new Graph with a value map
 //
 // All nodes get the default names (add, add_1, add_2, ...): many nodes
-// share the base name `add`, which is what makes torch.fx 1.13's naming
-// quadratic.
+// share the base name `add`, which made torch.fx 1.13's naming quadratic
+// (2.x keeps a count per base name).
 //
 // Only the operation itself is timed (manual timing): building the input
 // graph and destroying the graphs are outside the timed region. Each

@@ -1,5 +1,5 @@
 // Benchmarks of fxcpp's passes, the same workloads as fx_passes_bench.py runs
-// with torch.fx 1.13's passes (bench/run_passes_bench.sh prints them side by
+// with torch.fx's own passes (bench/run_passes_bench.sh prints them side by
 // side). N is the number of call_function nodes:
 //   dce             N/2 chained add(prev, 1), each followed by an unused
 //                   mul(add, 2): eliminate_dead_code(graph) removes N/2

@@ -6,7 +6,7 @@
 #
 #   bench/run_exec_bench.sh path/to/exec_bench [exec_bench options...]
 #
-# Environment: PYTHON (default /usr/bin/python3, Debian's python3-torch),
+# Environment: PYTHON (default /usr/bin/python3; $FXCPP_PYTHON for torch 2.14),
 # ROUNDS (default 3), FX_BENCH_OUT (a directory to keep the JSON files in).
 set -euo pipefail
 

@@ -4,7 +4,7 @@
 #
 #   bench/run_graph_bench.sh path/to/graph_bench [graph_bench options...]
 #
-# Environment: PYTHON (default /usr/bin/python3, Debian's python3-torch),
+# Environment: PYTHON (default /usr/bin/python3; $FXCPP_PYTHON for torch 2.14),
 # FX_BENCH_OUT (a directory to keep fxcpp.json and torchfx.json in),
 # FX_PEER (the torch.fx script, default fx_graph_bench.py; run_passes_bench.sh
 # sets fx_passes_bench.py), COMPARE_ARGS (more arguments for compare.py).
