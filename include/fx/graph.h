@@ -50,7 +50,9 @@ class OwningModule {
   virtual bool has_target_module(const Target& target) const { return has_submodule(target.str()); }
   // A parameter, buffer, submodule or other attribute.
   virtual bool has_attribute(std::string_view qualified_name) const = 0;
-  virtual bool is_impure_module(std::string_view /*qualified_name*/) const { return false; }
+  // Node::impurity of a call_module node with this target (a Dropout in
+  // training is random).
+  virtual Impurity module_impurity(const Target& /*target*/) const { return Impurity::none; }
 };
 
 // The Python source of a graph's forward, and the globals it refers to
@@ -136,9 +138,11 @@ class Graph {
   // ---- removing nodes ---------------------------------------------------
   // Throws fx::GraphError naming the node and its users if it still has any.
   void erase_node(Node* n);
-  // Erases every pure node without users, last to first. Returns whether
-  // anything changed.
-  bool eliminate_dead_code();
+  // Erases every node without users that is not impure, last to first, after
+  // a lint (as torch.fx). Returns whether anything changed. Impure means
+  // Node::is_impure (fx/impurity.h), or `is_impure_node` when given
+  // (torch.fx's is_impure_node argument).
+  bool eliminate_dead_code(const std::function<bool(const Node&)>& is_impure_node = nullptr);
 
   // ---- queries ----------------------------------------------------------
   // The live nodes with this op and target, in creation order (a node

@@ -122,6 +122,9 @@ class GraphModule : public Module, public OwningModule {
   bool has_submodule(std::string_view path) const override;
   bool has_attribute(std::string_view path) const override;
   bool has_target_module(const Target& target) const override;
+  // A Dropout in training is random (in_place with inplace=true); any other
+  // module is pure, as in torch.fx (which asks a module's `_is_impure`).
+  Impurity module_impurity(const Target& target) const override;
 
  private:
   struct Plan;

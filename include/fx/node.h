@@ -23,6 +23,7 @@
 // so iterating while erasing is safe.
 
 #include <fx/argument.h>
+#include <fx/impurity.h>
 #include <fx/meta.h>
 #include <fx/target.h>
 
@@ -112,9 +113,10 @@ class Node {
   // Rewrites the uses of `old_input` in this node's args/kwargs to `new_input`.
   void replace_input_with(Node* old_input, Node* new_input);
 
-  // Placeholders, outputs, side-effecting functions and impure modules are
-  // impure: dead code elimination keeps them.
-  bool is_impure() const;
+  // Why this node must not be removed, merged or folded (fx/impurity.h), or
+  // Impurity::none. A call_module node asks the graph's owning module.
+  Impurity impurity() const;
+  bool is_impure() const { return impurity() != Impurity::none; }
 
   // This node as one line of the graph printout, e.g.
   // `%add : [num_users=1] = call_function[target=operator.add](args = (%x, %y), kwargs = {})`.

@@ -18,7 +18,6 @@
 #include <fx/passes/pass_manager.h>
 #include <fx/passes/pass_registry.h>
 #include <fx/passes/print_tabular.h>
-#include <fx/passes/purity.h>
 #include <fx/passes/remove_dropout.h>
 #include <fx/passes/shape_prop.h>
 #include <fx/passes/split_module.h>

@@ -41,9 +41,9 @@ class Target {
   std::string_view python_module() const;
   std::string_view python_name() const;
 
-  // True for functions with side effects that dead code elimination keeps
-  // (torch._assert, the profiler's record_function ops, and any target
-  // passed to register_side_effect).
+  // True for torch.fx's side-effectful functions (torch._assert, the
+  // profiler's record_function ops, ...) and any target passed to
+  // register_side_effect: Node::impurity calls them side_effect.
   bool has_side_effects() const;
 
   const detail::TargetEntry* entry() const { return e_; }
@@ -56,8 +56,8 @@ class Target {
   const detail::TargetEntry* e_;
 };
 
-// Marks a call_function target as side-effecting, so that
-// Graph::eliminate_dead_code keeps calls to it.
+// Marks a call_function target as side-effecting (torch.fx's
+// @has_side_effect), so that no pass removes, merges or folds calls to it.
 void register_side_effect(Target t);
 
 }  // namespace fx

@@ -329,11 +329,13 @@ void Graph::erase_node(Node* n) {
   }
 }
 
-bool Graph::eliminate_dead_code() {
+bool Graph::eliminate_dead_code(const std::function<bool(const Node&)>& is_impure_node) {
   lint();
   bool changed = false;
+  // Reversed, so that erasing a node has already dropped it from the user
+  // counts of its inputs when they are visited.
   for (Node* n : nodes().reversed()) {
-    if (n->num_users_ == 0 && !n->is_impure()) {
+    if (n->num_users_ == 0 && !(is_impure_node ? is_impure_node(*n) : n->is_impure())) {
       erase_node(n);
       changed = true;
     }

@@ -234,20 +234,6 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
   link_uses();
 }
 
-bool Node::is_impure() const {
-  switch (op_) {
-    case Op::placeholder:
-    case Op::output:
-      return true;
-    case Op::call_function:
-      return target_.has_side_effects();
-    case Op::call_module:
-      return graph_->owning_module() && graph_->owning_module()->is_impure_module(target_.str());
-    default:
-      return false;
-  }
-}
-
 std::string Node::format_node() const {
   std::string out;
   auto head = [&] {

@@ -34,10 +34,32 @@ constexpr Format kInplace[] = {
     {"ipow", "{} **= {}"}, {"irshift", "{} >>= {}"},  {"isub", "{} -= {}"},       {"itruediv", "{} /= {}"},
     {"ixor", "{} ^= {}"},  {"setitem", "{}[{}] = {}"}};
 
-// torch.fx.node._side_effectful_functions in 1.13.
-constexpr std::string_view kSideEffects[] = {"torch._assert", "torch.ops.profiler._record_function_enter",
+// torch.fx 2.14's torch.fx.node._side_effectful_functions, by qualified name
+// (operator.setitem, also in it, is in_place: fx/impurity.h).
+constexpr std::string_view kSideEffects[] = {"torch._assert",
+                                             "torch._assert_async",
+                                             "torch._C._set_grad_enabled",
+                                             "torch.amp.autocast_mode._enter_autocast",
+                                             "torch.amp.autocast_mode._exit_autocast",
+                                             "torch._functorch.predispatch._enter_dual_level",
+                                             "torch._functorch.predispatch._exit_dual_level",
+                                             "torch._functorch.predispatch._jvp_increment_nesting",
+                                             "torch._functorch.predispatch._jvp_decrement_nesting",
+                                             "torch.ops.aten._assert_async.msg",
+                                             "torch.ops.aten._assert_scalar.default",
+                                             "torch.ops.aten._assert_tensor_metadata.default",
+                                             "torch.ops.aten.sym_constrain_range.default",
+                                             "torch.ops.aten.sym_constrain_range_for_size.default",
+                                             "torch.ops.higher_order.call_torchbind",
+                                             "torch.ops.inductor.accumulate_grad_.default",
+                                             "torch.ops.inductor.resize_storage_bytes_.default",
+                                             "torch.ops.prims._sink_tokens.default",
+                                             "torch.ops.profiler._record_function_enter",
+                                             "torch.ops.profiler._record_function_enter.default",
                                              "torch.ops.profiler._record_function_enter_new",
-                                             "torch.ops.profiler._record_function_exit"};
+                                             "torch.ops.profiler._record_function_enter_new.default",
+                                             "torch.ops.profiler._record_function_exit",
+                                             "torch.ops.profiler._record_function_exit._RecordFunction"};
 
 template <size_t N>
 const char* find_format(const Format (&table)[N], std::string_view name) {

@@ -3,6 +3,7 @@
 // about it as a Python function.
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 namespace fx::detail {
@@ -21,6 +22,9 @@ struct TargetEntry {
   bool is_builtin = false;               // a member of Python's builtins module
   bool from_torch = false;               // codegen prints the qualified name as is
   std::atomic<bool> side_effects{false};
+  // Node::impurity's answer for this target as a call_function and as a
+  // call_method, found on first use (impurity.cpp's encoding; 0: not yet).
+  mutable std::atomic<uint8_t> function_impurity{0}, method_impurity{0};
 };
 
 }  // namespace fx::detail

@@ -1,7 +1,6 @@
 #include <fx/passes/const_fold.h>
 
 #include <fx/error.h>
-#include <fx/passes/purity.h>
 
 #include <torch/torch.h>
 
@@ -120,6 +119,28 @@ at::Tensor folded_tensor(const c10::IValue& v, size_t index) {
               ", not a tensor or number; skip the node that makes it with skip_folding_node_fn");
 }
 
+// The values an in-place call writes (its `self` and `out=`), and every
+// value they may alias. Which calls return a view of an input is not known
+// for Python-level targets, so every input of a written value counts, up to
+// the get_attr nodes: `w.view(-1).add_(1)` changes `w`, and a folded
+// `w + w` would keep the value from before. Linear: each node is walked once.
+std::unordered_set<const Node*> written_values(const Graph& g) {
+  std::unordered_set<const Node*> written;
+  std::vector<Node*> stack;
+  for (Node* n : g.nodes()) {
+    if (n->impurity() != Impurity::in_place) continue;
+    if (!n->args().empty()) for_each_node(n->args()[0], [&](Node* self) { stack.push_back(self); });
+    if (const Argument* out = n->kwarg("out")) for_each_node(*out, [&](Node* o) { stack.push_back(o); });
+  }
+  while (!stack.empty()) {
+    Node* v = stack.back();
+    stack.pop_back();
+    if (!written.insert(v).second) continue;
+    for (Node* in : v->all_input_nodes()) stack.push_back(in);
+  }
+  return written;
+}
+
 }  // namespace
 
 struct ConstFoldBuilder {
@@ -135,12 +156,14 @@ FoldedGraphModule::FoldedGraphModule(Module& root, std::unique_ptr<Graph> graph)
 std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
                                                            const std::function<bool(const Node&)>& skip_fn) {
   const Graph& g = m.graph();
-  // The constant nodes: get_attr nodes, and pure nodes all of whose inputs are constant.
+  const std::unordered_set<const Node*> written = written_values(g);
+  // The constant nodes: get_attr nodes, and pure nodes all of whose inputs
+  // are constant, that nothing in the graph writes.
   std::unordered_set<const Node*> const_nodes;
   bool found = false;
-  PurityCache purity;
   for (Node* n : g.nodes()) {
     if (n->op() == Op::placeholder || n->op() == Op::output) continue;
+    if (written.count(n)) continue;
     if (n->op() != Op::get_attr) {
       bool all_const = true;
       auto check = [&](Node* in) { all_const = all_const && const_nodes.count(in); };
@@ -149,7 +172,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
       if (!all_const) continue;
     }
     if (skip_fn && skip_fn(*n)) continue;
-    if (purity.is_impure(*n)) continue;
+    if (n->is_impure()) continue;
     const_nodes.insert(n);
     if (n->op() != Op::get_attr) found = true;
   }

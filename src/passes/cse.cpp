@@ -1,7 +1,6 @@
 #include <fx/passes/cse.h>
 
 #include <fx/error.h>
-#include <fx/passes/purity.h>
 
 #include <algorithm>
 #include <bit>
@@ -136,10 +135,9 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
   std::vector<Node*> candidates;
   candidates.reserve(graph.size());
   std::unordered_set<const Node*> mutated;
-  PurityCache purity;
   for (Node* n : graph.nodes()) {
     if (n->op() == Op::placeholder || n->op() == Op::output || n->op() == Op::get_attr) continue;
-    Impurity why = purity.impurity(*n);
+    Impurity why = n->impurity();
     if (why == Impurity::in_place) mark_mutated(n, mutated);
     if (why == Impurity::none && !banned(n, banned_set)) candidates.push_back(n);
   }

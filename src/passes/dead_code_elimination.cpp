@@ -1,7 +1,5 @@
 #include <fx/passes/dead_code_elimination.h>
 
-#include <fx/passes/purity.h>
-
 namespace fx::passes {
 
 bool eliminate_dead_code(Graph& graph) {
@@ -10,11 +8,10 @@ bool eliminate_dead_code(Graph& graph) {
   // before its definition), so the walk needs no lint (a lint costs about
   // as much as the pass).
   bool changed = false;
-  PurityCache purity;
   // Reversed, so that erasing a node has already dropped it from the user
   // counts of its inputs when they are visited.
   for (Node* n : graph.nodes().reversed()) {
-    if (n->num_users() == 0 && !purity.is_impure(*n)) {
+    if (n->num_users() == 0 && !n->is_impure()) {
       graph.erase_node(n);
       changed = true;
     }

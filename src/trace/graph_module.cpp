@@ -1,6 +1,7 @@
 // GraphModule: attributes copied from the root, code, and the compiled plan.
 #include <fx/graph_module.h>
 #include <fx/interpreter.h>
+#include <fx/nn/dropout.h>
 #include <fx/pytree.h>
 #include <fx/tracer.h>
 
@@ -383,6 +384,12 @@ torch::nn::Module* GraphModule::target_module(const Target& target) const {
 }
 
 bool GraphModule::has_target_module(const Target& target) const { return target_module(target) != nullptr; }
+
+Impurity GraphModule::module_impurity(const Target& target) const {
+  if (auto* d = dynamic_cast<const nn::Dropout*>(target_module(target)); d && d->is_training())
+    return d->inplace ? Impurity::in_place : Impurity::random;
+  return Impurity::none;
+}
 
 bool GraphModule::delete_submodule(const std::string& path) {
   auto [parent_path, name] = detail::split_path(path);

@@ -170,6 +170,76 @@ TEST(ConstFold, RandomIsNotFolded) {
   EXPECT_FALSE(folded->has_const_subgraph());
 }
 
+// An unused in-place call in the non-constant part survives folding: x
+// changes as it does without folding.
+TEST(ConstFold, KeepsUnusedInPlaceCall) {
+  struct AddInPlace : fx::Module {
+    at::Tensor w;
+    AddInPlace() : fx::Module("AddInPlace") { w = register_parameter("w", torch::ones({3})); }
+    Value forward(const std::vector<Value>& in) override {
+      Value add = param("w", w) + param("w", w);
+      in[0].call_method("add_", {1});
+      return in[0] - add;
+    }
+  } m;
+  auto gm = fx::symbolic_trace(m);
+  auto folded = fx::passes::split_const_subgraphs(*gm);
+  ASSERT_TRUE(folded->has_const_subgraph());
+  EXPECT_NE(folded->code().find("x.add_(1)"), std::string::npos) << folded->code();
+  at::Tensor x = torch::zeros({3}), x_unfolded = torch::zeros({3});
+  at::Tensor y = folded->run({x}).toTensor();
+  at::Tensor y_unfolded = gm->run({x_unfolded}).toTensor();
+  EXPECT_TRUE(torch::equal(x, x_unfolded)) << x;
+  EXPECT_TRUE(torch::equal(x, torch::ones({3})));
+  EXPECT_TRUE(torch::equal(y, y_unfolded));
+  // fxc opt -p fold runs the same pass in place.
+  auto again = fx::symbolic_trace(m);
+  ASSERT_TRUE(fx::passes::find_pass("fold").run(*again, {}));
+  EXPECT_NE(again->code().find("x.add_(1)"), std::string::npos) << again->code();
+}
+
+// A parameter written through a view is not a constant: everything computed
+// from it stays in the main graph and sees each run's new value.
+TEST(ConstFold, ValueWrittenThroughAViewIsNotFolded) {
+  struct ViewWrite : fx::Module {
+    at::Tensor w;
+    ViewWrite() : fx::Module("ViewWrite") { w = register_parameter("w", torch::ones({2, 2})); }
+    Value forward(const std::vector<Value>& in) override {
+      Value twice = param("w", w) * 2;
+      param("w", w).call_method("view", {-1}).call_method("add_", {1});
+      return in[0] + twice;
+    }
+  };
+  torch::NoGradGuard no_grad;  // add_ on a leaf parameter
+  ViewWrite unfolded_model, folded_model;
+  auto gm = fx::symbolic_trace(unfolded_model);
+  auto folded = fx::passes::split_const_subgraphs(folded_model);
+  EXPECT_FALSE(folded->has_const_subgraph()) << folded->code();
+  at::Tensor x = torch::zeros({2, 2});
+  for (int run = 0; run < 3; ++run)
+    EXPECT_TRUE(torch::equal(folded->run({x}).toTensor(), gm->run({x}).toTensor())) << "run " << run;
+}
+
+// A random call inside the constant part stays in the main graph, while the
+// pure computation beside it is folded.
+TEST(ConstFold, RandomInsideTheConstantPart) {
+  struct RandomBeside : fx::Module {
+    at::Tensor w;
+    RandomBeside() : fx::Module("RandomBeside") { w = register_parameter("w", torch::ones({3})); }
+    Value forward(const std::vector<Value>& in) override {
+      Value noise = fx::call("torch.rand_like", param("w", w) * 2);
+      return in[0] + noise + param("w", w).exp();
+    }
+  } m;
+  auto folded = fx::passes::split_const_subgraphs(m);
+  ASSERT_TRUE(folded->has_const_subgraph());
+  const std::string code = folded->code();
+  EXPECT_NE(code.find("torch.rand_like"), std::string::npos) << code;
+  EXPECT_EQ(code.find(".exp()"), std::string::npos) << code;  // folded
+  at::Tensor x = torch::zeros({3});
+  EXPECT_FALSE(torch::equal(folded->run({x}).toTensor(), folded->run({x}).toTensor()));  // draws each run
+}
+
 // ---- in place, as the pass registry's "fold" -----------------------------------
 
 std::vector<std::string> get_attr_targets(const fx::GraphModule& gm) {

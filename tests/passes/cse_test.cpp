@@ -3,7 +3,6 @@
 #include <fx/fx.h>
 #include <fx/nn.h>
 #include <fx/passes/cse.h>
-#include <fx/passes/purity.h>
 
 #include <iostream>
 
@@ -200,7 +199,7 @@ TEST(CSE, LargeGraph) {
   }
   g.output(cur);
   // The purity rules index the ATen operators once per process; not part of the pass.
-  fx::passes::impurity(*g.output_node()->args()[0].node());
+  g.output_node()->args()[0].node()->impurity();
   EXPECT_TRUE(fx::passes::cse(g));  // its speed: bench/passes_bench.cpp
   EXPECT_EQ(g.size(), static_cast<size_t>(2 * kPairs + 2));
 }

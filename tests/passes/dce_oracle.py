@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch.fx 2.14's Graph.eliminate_dead_code on the models of dce_test.cpp,
 and the intended result where 2.14 deletes in-place or random calls: the same
-walk with those calls kept (fx/passes/purity.h lists the rules)."""
+walk with those calls kept (fx/impurity.h lists the rules)."""
 import operator
 
 import simplify_oracle as so
@@ -42,7 +42,7 @@ class InPlace(nn.Module):
 
 
 def intended_impure(node):
-    """The rules of fx/passes/purity.h for the nodes of these models."""
+    """The rules of fx/impurity.h for the nodes of these models."""
     if node.op == 'call_method':
         return node.target.endswith('_') or node.target == 'bernoulli'
     if node.op == 'call_function':

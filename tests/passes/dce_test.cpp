@@ -1,13 +1,10 @@
-// fx::passes::eliminate_dead_code against torch.fx 2.14's
-// Graph.eliminate_dead_code (dce_oracle.py, same models in Python): equal
-// where 2.14 is right, the intended result where 2.14 deletes in-place or
-// random calls (call_method ones, torch.nn.functional.relu_, inplace=True).
-// 2.14's Node.is_impure keeps the torch.rand* family (torch._library.utils
-// _RANDOM_FUNCTIONS), ATen ops with a mutable schema and the side-effectful
-// functions; Graph::eliminate_dead_code must follow it.
+// fx::passes::eliminate_dead_code and Graph::eliminate_dead_code against
+// torch.fx 2.14's Graph.eliminate_dead_code (dce_oracle.py, same models in
+// Python): equal where 2.14 is right, the intended result where 2.14 deletes
+// in-place calls (call_method ones, torch.nn.functional.relu_, inplace=True).
+// Both follow the one purity rule, Node::impurity (fx/impurity.h).
 #include <fx/fx.h>
 #include <fx/passes/dead_code_elimination.h>
-#include <fx/passes/purity.h>
 
 #include <iostream>
 
@@ -73,10 +70,11 @@ void check(const std::string& name, bool fx_agrees) {
   // A second run finds nothing more.
   EXPECT_FALSE(fx::passes::eliminate_dead_code(*gm));
 
-  // torch.fx 2.14's rule (Node.is_impure), which Graph::eliminate_dead_code follows.
-  auto fx_gm = fx::symbolic_trace(model);
-  EXPECT_EQ(fx_gm->graph().eliminate_dead_code(), simplify_test::oracle_flag(name, "fx_changed"));
-  EXPECT_EQ(fx_gm->graph().to_string(), oracle(name, "fx_graph"));
+  // Graph::eliminate_dead_code asks the same rule.
+  auto graph_gm = fx::symbolic_trace(model);
+  EXPECT_EQ(graph_gm->graph().eliminate_dead_code(), simplify_test::oracle_flag(name, "changed"));
+  EXPECT_EQ(graph_gm->graph().to_string(), oracle(name, "graph"));
+  // Where torch.fx 2.14 itself deletes more.
   EXPECT_EQ(fx_agrees, oracle(name, "fx_graph") == oracle(name, "graph"));
 }
 
@@ -84,18 +82,18 @@ TEST(DeadCodeElimination, PureDeadCodeAsTorchFx) { check<DeadPure>("DeadPure", t
 TEST(DeadCodeElimination, KeepsInPlaceAndRandomCalls) { check<InPlace>("InPlace", false); }
 
 // The impurity of one call_function / call_method node built by hand.
-fx::passes::Impurity classify(fx::Op op, const char* target, fx::Args args = {}, fx::Kwargs kwargs = {}) {
+fx::Impurity classify(fx::Op op, const char* target, fx::Args args = {}, fx::Kwargs kwargs = {}) {
   fx::Graph g;
   fx::Node* x = g.placeholder("x");
   args.insert(args.begin(), x);
   fx::Node* n = g.create_node(op, target, std::move(args), std::move(kwargs));
   g.output(x);
-  return fx::passes::impurity(*n);
+  return n->impurity();
 }
 
 TEST(DeadCodeElimination, Impurity) {
   using fx::Op;
-  using I = fx::passes::Impurity;
+  using I = fx::Impurity;
   EXPECT_EQ(classify(Op::call_function, "operator.add", {1}), I::none);
   EXPECT_EQ(classify(Op::call_function, "operator.and_", {1}), I::none);
   EXPECT_EQ(classify(Op::call_function, "operator.iadd", {1}), I::in_place);
@@ -106,11 +104,17 @@ TEST(DeadCodeElimination, Impurity) {
   EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.relu", {}, {{"inplace", false}}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch.add", {1}, {{"out", fx::None}}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch.rand_like"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.randperm"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.normal"), I::random);
+  EXPECT_EQ(classify(Op::call_function, "torch.poisson"), I::random);
   EXPECT_EQ(classify(Op::call_function, "torch.bernoulli"), I::random);
   EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout"),
             I::random);  // training=True by default
   EXPECT_EQ(classify(Op::call_function, "torch.nn.functional.dropout", {0.5, false}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch._assert", {"msg"}), I::side_effect);
+  EXPECT_EQ(classify(Op::call_function, "torch._assert_async"), I::side_effect);
+  EXPECT_EQ(classify(Op::call_function, "torch.ops.aten._assert_scalar.default", {"msg"}), I::side_effect);
+  EXPECT_EQ(classify(Op::call_function, "torch.amp.autocast_mode._enter_autocast"), I::side_effect);
   EXPECT_EQ(classify(Op::call_function, "builtins.print"), I::returns_none);
   EXPECT_EQ(classify(Op::call_function, "torch.ops.aten.add.Tensor", {1}), I::none);
   EXPECT_EQ(classify(Op::call_function, "torch.ops.aten.add_.Tensor", {1}), I::in_place);
@@ -140,6 +144,24 @@ TEST(DeadCodeElimination, DropoutModuleInTraining) {
   gm->eval();
   EXPECT_TRUE(fx::passes::eliminate_dead_code(*gm));
   EXPECT_EQ(gm->graph().size(), 2u);
+}
+
+// Graph::eliminate_dead_code keeps an unused in-place call (torch.fx 2.14
+// deletes a call_method `x.add_(1)`, which changes x), and takes torch.fx's
+// is_impure_node to decide otherwise.
+TEST(DeadCodeElimination, GraphKeepsInPlaceCalls) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  g.call_method("add_", {x, 1});
+  g.call_function("torch.rand", {3});
+  g.call_function("operator.add", {x, 1});
+  g.output(x);
+  EXPECT_TRUE(g.eliminate_dead_code());
+  EXPECT_EQ(g.size(), 4u);
+  EXPECT_FALSE(g.eliminate_dead_code());
+  EXPECT_TRUE(g.eliminate_dead_code(
+      [](const fx::Node& n) { return n.op() == fx::Op::placeholder || n.op() == fx::Op::output; }));
+  EXPECT_EQ(g.size(), 2u);
 }
 
 // A call_module whose target is missing from the module is not a crash: the
@@ -174,7 +196,7 @@ TEST(DeadCodeElimination, LargeGraph) {
   }
   g.output(cur);
   // The purity rules index the ATen operators once per process; not part of the pass.
-  fx::passes::impurity(*g.output_node()->args()[0].node());
+  g.output_node()->args()[0].node()->impurity();
   EXPECT_TRUE(fx::passes::eliminate_dead_code(g));  // its speed: bench/passes_bench.cpp
   EXPECT_EQ(g.size(), static_cast<size_t>(kN + 2));
 }

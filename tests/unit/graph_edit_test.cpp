@@ -199,7 +199,9 @@ TEST(GraphEdit, ImpureModulesComeFromTheOwningModule) {
   struct Owner : fx::OwningModule {
     bool has_submodule(std::string_view) const override { return true; }
     bool has_attribute(std::string_view) const override { return true; }
-    bool is_impure_module(std::string_view p) const override { return p == "logger"; }
+    fx::Impurity module_impurity(const fx::Target& t) const override {
+      return t == "logger" ? fx::Impurity::side_effect : fx::Impurity::none;
+    }
   } owner;
   fx::Graph g;
   g.set_owning_module(&owner);

@@ -11,14 +11,17 @@
 //   //                   %sub = call_function[target=operator.sub](args = (%x, %_fx_const_folded_attrs))
 //   c10::IValue y = folded->run({x});  // runs the constant subgraph first (run_folding), once
 //
-// The graphs (main and constant) are torch.fx 1.13's, name for name: the
+// The graphs (main and constant) are torch.fx 2.14's, name for name: the
 // split follows torch.fx.passes.split_module (two partitions; call_module
 // targets flattened, `layer1.conv` -> `layer1_conv`), and the non-constant
 // part is inlined back. A graph with nothing to fold gives a
 // FoldedGraphModule without a constant subgraph (has_const_subgraph() false).
 //
-// Differences from torch.fx 1.13 (docs/passes.md): impure calls in the sense
-// of fx/passes/purity.h (random, in-place) are not folded; a constant
+// Differences from torch.fx (docs/passes.md): impure calls (fx/impurity.h:
+// random, in-place) are not folded, and neither is a value an in-place call
+// writes or anything it may alias (`w.view(-1).add_(1)` keeps every
+// computation on `w` in the main graph), nor an unused in-place call removed
+// (torch.fx folds `w + w` and drops an unused `x.add_(1)` there); a constant
 // computation whose value nobody uses, or a graph whose every result is
 // constant, is handled (torch.fx raises an IndexError / AttributeError).
 //

@@ -10,9 +10,9 @@
 //   bool changed = fx::passes::cse(*gm);                          // or in place
 //
 // Never merged: placeholders, get_attr and output nodes (as in torch.fx), the
-// banned targets given, and, beyond torch.fx 1.13, every node
-// fx::passes::is_impure calls impure (in-place, random, effect-only calls;
-// FX leaves that to the banned list) and every node reading a value that an
+// banned targets given, and, beyond torch.fx, every node Node::is_impure
+// calls impure (fx/impurity.h: in-place, random, effect-only calls; FX
+// leaves that to the banned list) and every node reading a value that an
 // in-place call mutates (`a = y + 1; y.add_(1); b = y + 1` keeps b; FX
 // merges it). Values compare by kind as well: `x + 1` and `x + 1.0` stay
 // apart (Python's 1 == 1.0 merges them in torch.fx).

@@ -1,15 +1,14 @@
 #pragma once
 // fx::passes::eliminate_dead_code: removes the nodes whose value nobody uses
-// and whose call has no effect (torch.fx's Graph.eliminate_dead_code), with
-// fxcpp's wider notion of effect (fx/passes/purity.h):
+// and whose call has no effect (torch.fx's Graph.eliminate_dead_code), by
+// fxcpp's one purity rule (Node::is_impure, fx/impurity.h), the rule
+// Graph::eliminate_dead_code asks too:
 //
 //   // forward(x): a = x + 1 (unused); x.add_(1); torch.rand(3) (unused); return x * 2
 //   bool changed = fx::passes::eliminate_dead_code(*gm);  // removes only `a`
 //
-// torch.fx 1.13 would also remove `x.add_(1)` and `torch.rand(3)`, which
-// changes the result and the random stream; fxcpp keeps every node for
-// which fx::passes::is_impure holds. Graph::eliminate_dead_code stays
-// torch.fx 1.13's rule.
+// torch.fx 2.14 would also remove the call_method `x.add_(1)`, which changes
+// the result.
 //
 // Linear: one walk from the output backwards; a node whose last user was
 // just erased is seen after that user.

@@ -1,16 +1,21 @@
-#include <fx/passes/purity.h>
-
+// Node::impurity: the one purity rule (fx/impurity.h). What a call_function
+// or call_method target is depends on its name alone (but for the dropouts,
+// whose training argument decides), so the answer is kept on the interned
+// target and each name is looked at once per process.
 #include <fx/graph.h>
-#include <fx/graph_module.h>
-#include <fx/nn/dropout.h>
+#include <fx/impurity.h>
+#include <fx/node.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
-namespace fx::passes {
+#include "target_entry.h"
+
+namespace fx {
 
 namespace {
 
@@ -72,10 +77,13 @@ const std::unordered_map<std::string, AtenFlags, StringHash, std::equal_to<>>& a
   return index;
 }
 
-const AtenFlags* aten_flags(std::string_view op_name) {
+Impurity aten_name_impurity(std::string_view op) {
   const auto& index = aten_index();
-  auto it = index.find(op_name);
-  return it == index.end() ? nullptr : &it->second;
+  auto it = index.find(op);
+  if (it == index.end()) return Impurity::none;
+  if (it->second.seeded) return Impurity::random;
+  if (it->second.returns_none) return Impurity::returns_none;
+  return Impurity::none;
 }
 
 // torch.ops.<ns>.<op>[.<overload>]: the schema says it all.
@@ -129,17 +137,9 @@ Impurity dropout_impurity(const Node& n) {
   return i;
 }
 
-Impurity aten_name_impurity(std::string_view op) {
-  if (const AtenFlags* f = aten_flags(op)) {
-    if (f->seeded) return Impurity::random;
-    if (f->returns_none) return Impurity::returns_none;
-  }
-  return Impurity::none;
-}
-
 // What calling `t` is, whatever its arguments; nullopt for the dropouts,
 // whose training argument decides (dropout_impurity).
-std::optional<Impurity> target_impurity(const Target& t) {
+std::optional<Impurity> function_impurity(const Target& t) {
   std::string_view name = t.str();
   if (name.starts_with("torch.ops.")) return ops_impurity(name);
   std::string_view module = t.python_module(), fn = t.python_name();
@@ -151,67 +151,63 @@ std::optional<Impurity> target_impurity(const Target& t) {
   if (in(kRandomFunctions, name)) return Impurity::random;
   if (module == "torch" || module == "torch.nn.functional" || module == "torch._C._nn" ||
       module == "torch._C._VariableFunctions")
-    return aten_name_impurity(fn);
+    return aten_name_impurity(fn);  // torch.rand, torch.normal, torch.multinomial, ...
   return Impurity::none;
 }
 
-Impurity method_impurity(const Node& n) {
-  std::string_view name = n.target().str();
+Impurity method_impurity(const Target& t) {
+  std::string_view name = t.str();
   if (ends_with_underscore(name) || in(kMethodInPlace, name)) return Impurity::in_place;
   if (in(kMethodsReturnsNone, name)) return Impurity::returns_none;
   return aten_name_impurity(name);  // x.bernoulli(), x.multinomial(3)
 }
 
-const torch::nn::Module* module_of(const Node& n) {
-  auto* gm = dynamic_cast<GraphModule*>(n.graph().owning_module());
-  return gm ? gm->get_submodule(n.target().str()) : nullptr;
-}
+// The cache's encoding: 0 not yet known, 1 the arguments decide, 2 + Impurity.
+constexpr uint8_t kUnknown = 0, kArgumentsDecide = 1, kKnown = 2;
 
-Impurity module_impurity(const torch::nn::Module* m) {
-  if (auto* d = dynamic_cast<const fx::nn::Dropout*>(m); d && d->is_training())
-    return d->inplace ? Impurity::in_place : Impurity::random;
-  return Impurity::none;
+template <class Compute>
+std::optional<Impurity> cached(std::atomic<uint8_t>& slot, Compute compute) {
+  uint8_t v = slot.load(std::memory_order_relaxed);
+  if (v == kUnknown) {
+    // Two threads may both compute it; they store the same answer.
+    std::optional<Impurity> i = compute();
+    v = i ? static_cast<uint8_t>(kKnown + static_cast<uint8_t>(*i)) : kArgumentsDecide;
+    slot.store(v, std::memory_order_relaxed);
+  }
+  if (v == kArgumentsDecide) return std::nullopt;
+  return static_cast<Impurity>(v - kKnown);
 }
 
 }  // namespace
 
-Impurity PurityCache::impurity_of(const Node& n, Targets* cache) {
-  if (n.is_impure()) return Impurity::side_effect;
+Impurity Node::impurity() const {
   Impurity i = Impurity::none;
-  switch (n.op()) {
+  switch (op_) {
+    case Op::placeholder:
+    case Op::output:
+      return Impurity::side_effect;
     case Op::call_function: {
-      std::optional<Impurity> known;
-      if (cache) {
-        auto [it, inserted] = cache->functions.try_emplace(n.target());
-        if (inserted) it->second = target_impurity(n.target());
-        known = it->second;
-      } else {
-        known = target_impurity(n.target());
-      }
-      i = known ? *known : dropout_impurity(n);
+      if (target_.has_side_effects()) return Impurity::side_effect;
+      std::optional<Impurity> known =
+          cached(target_.entry()->function_impurity, [&] { return function_impurity(target_); });
+      i = known ? *known : dropout_impurity(*this);
       break;
     }
     case Op::call_method:
-      i = method_impurity(n);
+      i = *cached(target_.entry()->method_impurity,
+                  [&] { return std::optional<Impurity>(method_impurity(target_)); });
       break;
-    case Op::call_module: {
-      if (!cache) return module_impurity(module_of(n));
-      auto [it, inserted] = cache->modules.try_emplace(n.target(), nullptr);
-      if (inserted) it->second = module_of(n);
-      return module_impurity(it->second);
-    }
-    default:
+    case Op::call_module:
+      return graph_->owning_module() ? graph_->owning_module()->module_impurity(target_) : Impurity::none;
+    case Op::get_attr:
       return Impurity::none;
   }
   if (i != Impurity::none) return i;
   // A function told to write its input or an `out=` tensor mutates it.
-  if (is_true(n.kwarg("inplace"))) return Impurity::in_place;
-  if (const Argument* out = n.kwarg("out"); out && !out->is_none()) return Impurity::in_place;
+  if (is_true(kwarg("inplace"))) return Impurity::in_place;
+  if (const Argument* out = kwarg("out"); out && !out->is_none()) return Impurity::in_place;
   return Impurity::none;
 }
-
-Impurity impurity(const Node& n) { return PurityCache::impurity_of(n, nullptr); }
-Impurity PurityCache::impurity(const Node& n) { return impurity_of(n, &targets_); }
 
 std::string_view impurity_name(Impurity i) {
   switch (i) {
@@ -229,4 +225,4 @@ std::string_view impurity_name(Impurity i) {
   return "?";
 }
 
-}  // namespace fx::passes
+}  // namespace fx
