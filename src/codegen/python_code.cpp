@@ -22,14 +22,15 @@ namespace {
 using detail::quoted;
 
 // The comma-separated arguments of a generic type, split at top level.
-std::vector<std::string> split_type_args(std::string_view inner) {
+// The parts of `inner` separated by `sep` outside brackets, trimmed.
+std::vector<std::string> split_type_args(std::string_view inner, char sep = ',') {
   std::vector<std::string> out;
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i <= inner.size(); ++i) {
     if (i < inner.size() && inner[i] == '[') ++depth;
     if (i < inner.size() && inner[i] == ']') --depth;
-    if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
+    if (i == inner.size() || (inner[i] == sep && depth == 0)) {
       std::string_view part = inner.substr(start, i - start);
       while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
       while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
@@ -112,6 +113,16 @@ class CodeNames final : public detail::NodeNamer {
   // (`torch.Tensor`, `typing.List[int]`, `typing.Optional[torch.Tensor]`).
   std::string type_repr(std::string_view t) {
     if (t == "()") return "()";
+    // A PEP 604 union (`torch.Tensor | None`) is written through typing.Union,
+    // its None as NoneType: typing.get_args gives the NoneType class.
+    if (std::vector<std::string> members = split_type_args(t, '|'); members.size() > 1) {
+      std::string out = global_name("typing.Union") + '[';
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i) out += ',';
+        out += type_repr(members[i] == "None" ? "NoneType" : members[i]);
+      }
+      return out + "]";
+    }
     size_t open = t.find('[');
     if (open == std::string_view::npos || t.back() != ']') return global_name(t);
     std::string origin(t.substr(0, open));

@@ -108,6 +108,11 @@ c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>
   auto q_w = to_opt_tensor(fn, a[18]), k_w = to_opt_tensor(fn, a[19]), v_w = to_opt_tensor(fn, a[20]);
   if (!a[21].isNone() || !a[22].isNone()) throw Error(fn + ": static_k and static_v are not supported");
   const bool average = to_bool(fn, a[23]);
+  // is_causal is a hint that attn_mask is the causal mask: the mask itself
+  // is applied either way, so only its absence matters.
+  if (to_bool(fn, a[24]) && !attn_mask)
+    throw Error(fn + ": RuntimeError: Need attn_mask if specifying the is_causal hint. You may use the "
+                     "Transformer module method `generate_square_subsequent_mask` to create this mask.");
 
   const bool batched = query.dim() == 3;
   if (!batched && query.dim() != 2)
@@ -562,7 +567,8 @@ void register_functional(Adapters& ad) {
        opt("v_proj_weight", c10::IValue()),
        opt("static_k", c10::IValue()),
        opt("static_v", c10::IValue()),
-       opt("average_attn_weights", true)},
+       opt("average_attn_weights", true),
+       opt("is_causal", false)},
       multi_head_attention);
 
   // ---- embedding_bag: Python (input, weight, offsets, ..., mode: str) vs ATen

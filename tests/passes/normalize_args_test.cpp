@@ -307,7 +307,7 @@ TEST(NormalizeOperators, ReturnTypeTableIsTorchs) {
       << "src/passes/python_return_types.inc is stale: regenerate it with scripts/gen_python_return_types.py";
   EXPECT_EQ(fx::passes::functional_return_type("torch.nn.functional.relu"), "torch.Tensor");
   EXPECT_EQ(fx::passes::module_return_type("torch.nn.MultiheadAttention"),
-            "typing.Tuple[torch.Tensor, typing.Optional[torch.Tensor]]");
+            "tuple[torch.Tensor, torch.Tensor | None]");
   EXPECT_FALSE(fx::passes::functional_return_type("torch.relu"));
 }
 

@@ -15,7 +15,7 @@ namespace fx::nn {
 //   add_bias_kv=False, add_zero_attn=False, kdim=None, vdim=None, batch_first=False)
 //
 // forward(query, key, value, key_padding_mask=None, need_weights=True,
-//         attn_mask=None, average_attn_weights=True)
+//         attn_mask=None, average_attn_weights=True, is_causal=False)
 // returns the tuple (attn_output, attn_weights), attn_weights None unless
 // need_weights. Parameters as PyTorch names them: in_proj_weight (or
 // q/k/v_proj_weight when kdim or vdim differ from embed_dim), in_proj_bias,

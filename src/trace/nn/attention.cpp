@@ -20,7 +20,8 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim_, int64_t num_heads_, d
                                                      {"key_padding_mask", Value()},
                                                      {"need_weights", true},
                                                      {"attn_mask", Value()},
-                                                     {"average_attn_weights", true}}),
+                                                     {"average_attn_weights", true},
+                                                     {"is_causal", false}}),
       embed_dim(embed_dim_),
       kdim(kdim_.value_or(embed_dim_)),
       vdim(vdim_.value_or(embed_dim_)),
@@ -90,6 +91,7 @@ Value MultiheadAttention::forward(const std::vector<Value>& args) {
     kwargs.emplace_back("v_proj_weight", Value(v_proj_weight));
   }
   kwargs.emplace_back("average_attn_weights", args[6]);
+  kwargs.emplace_back("is_causal", args[7]);
   Value result = fx::call_function("torch.nn.functional.multi_head_attention_forward", std::move(pos),
                                    std::move(kwargs));
   Value output = result[0], weights = result[1];
