@@ -9,10 +9,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 jobs=$(nproc)
-# Tests that still differ from torch 2.14 (tests/pending_torch_2_14.txt says
-# what differs in each): left out of both runs below, and run on their own with
-#   ctest --test-dir build -R "$pending"   (pending as computed here)
-pending=$(grep -v '^#' tests/pending_torch_2_14.txt | sed 's/.*/^&$/' | paste -sd'|')
 
 echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize and capture tests"
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
@@ -23,8 +19,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -D
 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
-ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$" -LE "export|corpus" --output-on-failure -j"$jobs" \
-  ${pending:+-E "$pending"}
+ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$" -LE "export|corpus" --output-on-failure -j"$jobs"
 
 echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
 bash scripts/fuzz.sh 60
@@ -37,4 +32,4 @@ cmake --build build -j"$jobs"
 #   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
 #                                        # + find_package, add_subdirectory): 5 min
 #   ctest --test-dir build -L export     # export_cpp's projects built and run: 3 min
-ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export" ${pending:+-E "$pending"}
+ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export"
