@@ -3,8 +3,6 @@
 #include <fx/codegen/to_folder.h>
 #include <fx/error.h>
 #include <fx/nn/attention.h>
-#include <fx/nn/embedding.h>
-#include <fx/nn/shape.h>
 
 #include <caffe2/serialize/inline_container.h>
 
@@ -63,16 +61,6 @@ std::string shape_list(const at::Tensor& t) {
 
 std::string empty_decl(const at::Tensor& t) {
   return "torch.empty(" + shape_list(t) + ", dtype=" + detail::repr_dtype(t.scalar_type()) + ")";
-}
-
-// Python's repr quotes nothing after `mode=` in Upsample's and EmbeddingBag's
-// extra_repr (str(mode)); a constructor needs the string quoted.
-std::string quote_mode(std::string repr) {
-  size_t at = repr.find("mode=");
-  if (at == std::string::npos) return repr;
-  at += 5;
-  size_t end = repr.find_first_of(",)", at);
-  return repr.substr(0, at) + "'" + repr.substr(at, end - at) + "'" + repr.substr(end);
 }
 
 // Writes the lines of module.py's __init__ that build the module tree.
@@ -139,8 +127,6 @@ class ModuleWriter {
       throw Error("to_folder: the submodule at '" + path + "' (" + fm->type_name() +
                   ") has children, so its repr is no constructor, and fxcpp knows no other spelling "
                   "for it");
-    if (dynamic_cast<const nn::Upsample*>(fm) || dynamic_cast<const nn::EmbeddingBag*>(fm))
-      return quote_mode(fm->repr());
     return fm->repr();
   }
 

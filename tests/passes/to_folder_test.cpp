@@ -185,6 +185,30 @@ TEST(ToFolder, TensorsOfContainersAreDeclared) {
   EXPECT_TRUE(torch::allclose(got, gm.run({x_in}).toTensor()));
 }
 
+// Upsample's repr quotes its mode in torch 2.x (`mode='nearest'`): the
+// constructor line is the repr, valid Python.
+TEST(ToFolder, UpsampleRunsInPython) {
+  struct Up : fx::Module {
+    std::shared_ptr<fx::nn::Upsample> up;
+    Up() : fx::Module("Up") {
+      fx::nn::Upsample::Options o;
+      o.scale_factor = {2.0};
+      up = register_module("up", std::make_shared<fx::nn::Upsample>(o));
+    }
+    Value forward(const std::vector<Value>& in) override { return (*up)(in[0]); }
+  } model;
+  auto gm = fx::symbolic_trace(model);
+  ScratchDir dir("to_folder_upsample");
+  fx::to_folder(*gm, dir.str("upsample_pkg"));
+  std::string text = export_test::read_text(dir.path() / "upsample_pkg" / "module.py");
+  EXPECT_NE(text.find("setattr(self, 'up', Upsample(scale_factor=2.0, mode='nearest'))"),
+            std::string::npos)
+      << text;
+  at::Tensor x = torch::randn({1, 2, 3, 3});
+  at::Tensor got = run_in_python(dir, "upsample_pkg", x, gm->is_training());
+  EXPECT_TRUE(torch::equal(got, gm->run({x}).toTensor()));
+}
+
 // A leaf module that is not an fx::nn module: PyTorch has no constructor for it.
 struct Custom : fx::Module {
   Custom() : fx::Module("Custom") {}
