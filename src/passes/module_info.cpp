@@ -1,6 +1,5 @@
 // torch.nn's module paths and __constants__, for fx::nn's modules: torch
-// 2.14's, except TransformerEncoderLayer, which still lists batch_first as
-// torch 1.13 did (2.x's __constants__ is ['norm_first']).
+// 2.14's.
 #include <fx/nn.h>
 
 #include "../ir/repr.h"
@@ -134,8 +133,7 @@ std::optional<Constants> module_constants(const torch::nn::Module& m) {
   if (const auto* a = dynamic_cast<const nn::MultiheadAttention*>(&m))
     return Constants{{"batch_first", py_bool(a->batch_first)}};
   if (const auto* t = dynamic_cast<const nn::TransformerEncoderLayer*>(&m))
-    return Constants{{"batch_first", py_bool(t->self_attn->batch_first)},
-                     {"norm_first", py_bool(t->norm_first)}};
+    return Constants{{"norm_first", py_bool(t->norm_first)}};
   if (const auto* d = dynamic_cast<const nn::Dropout*>(&m))
     return Constants{{"p", py_float(d->p)}, {"inplace", py_bool(d->inplace)}};
   if (const auto* e = dynamic_cast<const nn::Embedding*>(&m))
