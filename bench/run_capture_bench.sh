@@ -7,12 +7,13 @@
 #   bench/run_capture_bench.sh path/to/capture_bench [--runs N] [--batch B] [--threads T]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../scripts/env.sh"
 bench=${1:?usage: run_capture_bench.sh path/to/capture_bench [--runs N] [--batch B] [--threads T]}
 shift
 out=${FX_BENCH_OUT:-$(mktemp -d)}
 "$bench" "$@" >"$out/fxcpp.json"
-/usr/bin/python3 "$here/fx_capture_bench.py" "$@" >"$out/torch.json"
-/usr/bin/python3 - "$out/fxcpp.json" "$out/torch.json" <<'PY'
+"$FXCPP_PYTHON" "$here/fx_capture_bench.py" "$@" >"$out/torch.json"
+"$FXCPP_PYTHON" - "$out/fxcpp.json" "$out/torch.json" <<'PY'
 import json, sys
 cpp, py = (json.load(open(p)) for p in sys.argv[1:3])
 rows = {side: {r["row"]: r for r in report["rows"]} for side, report in (("cpp", cpp), ("py", py))}

@@ -6,7 +6,7 @@
 #
 #   bench/run_exec_bench.sh path/to/exec_bench [exec_bench options...]
 #
-# Environment: PYTHON (default /usr/bin/python3; $FXCPP_PYTHON for torch 2.14),
+# Environment: PYTHON (default: the torch 2.14 venv's, scripts/env.sh),
 # ROUNDS (default 3), FX_BENCH_OUT (a directory to keep the JSON files in).
 set -euo pipefail
 
@@ -18,7 +18,8 @@ fi
 bench=$1
 shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-python=${PYTHON:-/usr/bin/python3}
+source "$here/../scripts/env.sh"
+python=${PYTHON:-$FXCPP_PYTHON}
 rounds=${ROUNDS:-3}
 out=${FX_BENCH_OUT:-$(mktemp -d)}
 [[ -n ${FX_BENCH_OUT:-} ]] || trap 'rm -rf "$out"' EXIT

@@ -6,12 +6,13 @@
 #   bench/run_fuse_bench.sh path/to/fuse_bench [--runs N] [--batch B] [--threads T]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../scripts/env.sh"
 bench=${1:?usage: run_fuse_bench.sh path/to/fuse_bench [--runs N] [--batch B] [--threads T]}
 shift
 out=${FX_BENCH_OUT:-$(mktemp -d)}
 "$bench" "$out/resnet50.pt" "$@" >"$out/fxcpp.json"
-/usr/bin/python3 "$here/fx_fuse_bench.py" "$out/resnet50.pt" "$@" >"$out/torch.json"
-/usr/bin/python3 - "$out/fxcpp.json" "$out/torch.json" <<'EOF'
+"$FXCPP_PYTHON" "$here/fx_fuse_bench.py" "$out/resnet50.pt" "$@" >"$out/torch.json"
+"$FXCPP_PYTHON" - "$out/fxcpp.json" "$out/torch.json" <<'EOF'
 import json, sys
 cpp, py = (json.load(open(p)) for p in sys.argv[1:3])
 base = {r["row"]: r for r in py["rows"]}["eager"]["median_ms"]

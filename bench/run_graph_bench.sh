@@ -4,7 +4,7 @@
 #
 #   bench/run_graph_bench.sh path/to/graph_bench [graph_bench options...]
 #
-# Environment: PYTHON (default /usr/bin/python3; $FXCPP_PYTHON for torch 2.14),
+# Environment: PYTHON (default: the torch 2.14 venv's, scripts/env.sh),
 # FX_BENCH_OUT (a directory to keep fxcpp.json and torchfx.json in),
 # FX_PEER (the torch.fx script, default fx_graph_bench.py; run_passes_bench.sh
 # sets fx_passes_bench.py), COMPARE_ARGS (more arguments for compare.py).
@@ -18,7 +18,8 @@ fi
 bench=$1
 shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-python=${PYTHON:-/usr/bin/python3}
+source "$here/../scripts/env.sh"
+python=${PYTHON:-$FXCPP_PYTHON}
 out=${FX_BENCH_OUT:-$(mktemp -d)}
 [[ -n ${FX_BENCH_OUT:-} ]] || trap 'rm -rf "$out"' EXIT
 mkdir -p "$out"
