@@ -179,8 +179,8 @@ class Graph {
   class Positions {
    public:
     std::optional<size_t> of(const Node* n) const {
-      const uint64_t k = n->mark_ - first_;  // wraps for older marks
-      if (n->graph_ != graph_ || k >= size_) return std::nullopt;
+      const uint64_t k = n->b_->mark - first_;  // wraps for older marks
+      if (n->b_->graph != graph_ || k >= size_) return std::nullopt;
       return static_cast<size_t>(k);
     }
 
@@ -230,11 +230,19 @@ class Graph {
   uint64_t next_mark() const { return ++mark_epoch_; }
 
   Node* root_;  // sentinel: root_->next_ is the first node, root_->prev_ the last
-  // Nodes live in fixed blocks: created without a heap allocation each,
-  // contiguous for iteration, never moved, freed with the graph.
-  static constexpr size_t kNodesPerBlock = 128;
-  std::vector<std::unique_ptr<Node[]>> blocks_;
-  size_t used_in_last_block_ = kNodesPerBlock;
+  // Nodes live in blocks: created without a heap allocation each,
+  // contiguous for iteration, never moved, freed with the graph. A block
+  // holds twice as many nodes as the one before, up to kMaxBlockNodes, so a
+  // walk over a large graph crosses few block boundaries (where the
+  // processor's prefetching starts over) and a small graph stays small.
+  struct Block {
+    std::unique_ptr<Node[]> nodes;
+    std::unique_ptr<Node::Body[]> bodies;
+    size_t capacity = 0;
+  };
+  static constexpr size_t kFirstBlockNodes = 32, kMaxBlockNodes = 16384;
+  std::vector<Block> blocks_;
+  size_t used_in_last_block_ = 0;
   size_t size_ = 0;
   Node* insert_anchor_;  // new nodes go before (or after) this node
   bool insert_after_ = false;

@@ -51,20 +51,20 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   Op op() const { return op_; }
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return b_->name; }
   // Renames the node. Throws fx::GraphError if `name` is not a Python
   // identifier, is a keyword or builtin, or is taken in this graph (unlike
   // create_node, which makes a given name unique, a rename is exact).
   void set_name(std::string_view name);
-  Target target() const { return target_; }
+  Target target() const { return b_->target; }
   // Retargets the node (FX's `node.target = F.gelu`). The name stays: torch.fx
   // does not rename a node whose target changes.
   void set_target(Target target);
-  Graph& graph() const { return *graph_; }
+  Graph& graph() const { return *b_->graph; }
   bool erased() const { return erased_; }
 
-  const Args& args() const { return args_; }
-  const Kwargs& kwargs() const { return kwargs_; }
+  const Args& args() const { return b_->args; }
+  const Kwargs& kwargs() const { return b_->kwargs; }
   // The keyword argument `key`, or nullptr.
   const Argument* kwarg(std::string_view key) const;
 
@@ -77,19 +77,19 @@ class Node {
   void update_kwarg(std::string_view key, Argument arg);
 
   // The type annotation, as Python spells it (`torch.Tensor`, `int`).
-  const std::optional<std::string>& type() const { return type_; }
-  void set_type(std::optional<std::string> type) { type_ = std::move(type); }
+  const std::optional<std::string>& type() const { return b_->type; }
+  void set_type(std::optional<std::string> type) { b_->type = std::move(type); }
 
-  Meta& meta() { return meta_; }
-  const Meta& meta() const { return meta_; }
+  Meta& meta() { return b_->meta; }
+  const Meta& meta() const { return b_->meta; }
   // meta["stack_trace"], where the tracer recorded one.
   std::optional<std::string> stack_trace() const;
-  void set_stack_trace(std::string trace) { meta_.set("stack_trace", std::move(trace)); }
+  void set_stack_trace(std::string trace) { b_->meta.set("stack_trace", std::move(trace)); }
 
   // The users of this node, in the order they started using it.
   class UserRange;
   UserRange users() const;
-  size_t num_users() const { return num_users_; }
+  size_t num_users() const { return b_->num_users; }
   // The distinct nodes in args then kwargs, in order of first appearance.
   std::vector<Node*> all_input_nodes() const;
 
@@ -179,26 +179,35 @@ class Node {
   void check_input(Node* n) const;
   void check_move(Node* x, Node* new_prev, Node* new_next) const;
 
-  Graph* graph_ = nullptr;
+  // What a walk over the graph reads (the list links, the order key, the
+  // opcode, erased) is kept in the Node itself, 40 bytes: a graph's nodes lie
+  // in arrays, so a walk streams through memory instead of striding over
+  // everything else a node holds. The rest is the node's Body, in a parallel
+  // array of the same block (Graph::allocate_node).
+  struct Body {
+    Graph* graph = nullptr;
+    mutable uint64_t mark = 0;  // scratch for linear-time de-duplication
+    std::string name;
+    Target target;
+    Args args;
+    Kwargs kwargs;
+    std::optional<std::string> type;
+    InputUses inputs;  // one Use per distinct input node
+    Use* users_head = nullptr;
+    Use* users_tail = nullptr;
+    size_t num_users = 0;
+    Meta meta;
+    Node* bucket_next = nullptr;  // next node with the same (op, target)
+    Node* bucket_prev = nullptr;
+  };
+
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
-  uint64_t order_ = 0;         // strictly increasing along the list
-  mutable uint64_t mark_ = 0;  // scratch for linear-time de-duplication
+  Body* b_ = nullptr;
+  uint64_t order_ = 0;  // strictly increasing along the list
   Op op_ = Op::placeholder;
   bool erased_ = false;
   bool is_root_ = false;
-  std::string name_;
-  Target target_;
-  Args args_;
-  Kwargs kwargs_;
-  std::optional<std::string> type_;
-  InputUses inputs_;  // one Use per distinct input node
-  Use* users_head_ = nullptr;
-  Use* users_tail_ = nullptr;
-  size_t num_users_ = 0;
-  Meta meta_;
-  Node* bucket_next_ = nullptr;  // next node with the same (op, target)
-  Node* bucket_prev_ = nullptr;
 };
 
 class Node::UserRange {
@@ -245,6 +254,6 @@ class Node::UserRange {
   size_t n_;
 };
 
-inline Node::UserRange Node::users() const { return UserRange(users_head_, num_users_); }
+inline Node::UserRange Node::users() const { return UserRange(b_->users_head, b_->num_users); }
 
 }  // namespace fx

@@ -240,7 +240,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
                 "; pass last_uses(order) for the same order");
   PythonCode result;
   CodeNames names(
-      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->mark_; }, *names_, names_normal_);
+      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->b_->mark; }, *names_, names_normal_);
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   // Every statement is appended to the body as FX's f-strings evaluate it,
@@ -273,11 +273,11 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
   for (size_t i = 0; i < order.size(); ++i) {
     const Node* n = order[i];
     std::string type;  // most nodes have no annotation
-    if (n->type_) type = " : " + names.type_repr(*n->type_);
-    const std::string& target = n->target_.str();
+    if (n->b_->type) type = " : " + names.type_repr(*n->b_->type);
+    const std::string& target = n->b_->target.str();
     switch (n->op_) {
       case Op::placeholder: {
-        std::string def = n->args_.empty() ? "" : " = " + reprs(n->args_[0]);
+        std::string def = n->b_->args.empty() ? "" : " = " + reprs(n->b_->args[0]);
         free_vars.push_back(target + type + def);
         std::string raw = target;
         std::erase(raw, '*');
@@ -286,43 +286,43 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         continue;  // placeholders free nothing
       }
       case Op::call_method:
-        if (n->args_.empty())
+        if (n->b_->args.empty())
           throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
         names.append_name(body, n);
         cat(body, {type, " = "});
-        append_format_target(body, [&] { append_repr(n->args_[0]); }, target);
+        append_format_target(body, [&] { append_repr(n->b_->args[0]); }, target);
         body += '(';
-        append_args(n->args_, 1, n->kwargs_);
+        append_args(n->b_->args, 1, n->b_->kwargs);
         body += ')';
         break;
       case Op::call_function: {
-        const detail::TargetEntry* e = n->target_.entry();
+        const detail::TargetEntry* e = n->b_->target.entry();
         if (e->magic_format) {
           names.append_name(body, n);
           cat(body, {type, " = "});
-          append_fields(body, n, e->magic_format, n->args_, names);
+          append_fields(body, n, e->magic_format, n->b_->args, names);
           break;
         }
         if (e->inplace_format) {
-          append_fields(body, n, e->inplace_format, n->args_, names);
+          append_fields(body, n, e->inplace_format, n->b_->args, names);
           body += ";  ";
           names.append_name(body, n);
           cat(body, {type, " = "});
-          append_repr(n->args_.at(0));
+          append_repr(n->b_->args.at(0));
           break;
         }
         std::string fn = names.global(e);  // FX adds the global before naming the node
         names.append_name(body, n);
         cat(body, {type, " = "});
-        if (fn == "getattr" && n->args_.size() == 2 && n->args_[1].is<std::string>() &&
-            detail::is_identifier(n->args_[1].get<std::string>())) {
-          append_format_target(body, [&] { append_repr(n->args_[0]); }, n->args_[1].get<std::string>());
+        if (fn == "getattr" && n->b_->args.size() == 2 && n->b_->args[1].is<std::string>() &&
+            detail::is_identifier(n->b_->args[1].get<std::string>())) {
+          append_format_target(body, [&] { append_repr(n->b_->args[0]); }, n->b_->args[1].get<std::string>());
           break;
         }
         cat(body, {fn, "("});
-        append_args(n->args_, 0, n->kwargs_);
+        append_args(n->b_->args, 0, n->b_->kwargs);
         body += ')';
-        if (const bool* w = n->meta_.get<bool>("is_wrapped"); w && *w) {
+        if (const bool* w = n->b_->meta.get<bool>("is_wrapped"); w && *w) {
           if (std::find(wrapped.begin(), wrapped.end(), fn) == wrapped.end()) wrapped.push_back(fn);
         }
         break;
@@ -332,7 +332,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         cat(body, {type, " = "});
         append_root_target(target);
         body += '(';
-        append_args(n->args_, 0, n->kwargs_);
+        append_args(n->b_->args, 0, n->b_->kwargs);
         body += ')';
         break;
       case Op::get_attr:
@@ -341,15 +341,15 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         append_root_target(target);
         break;
       case Op::output:
-        if (n->type_) return_annotation = " -> " + names.type_repr(*n->type_);
-        if (n->args_.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
+        if (n->b_->type) return_annotation = " -> " + names.type_repr(*n->b_->type);
+        if (n->b_->args.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
         if (pytree_info_) {
           body += "return pytree.tree_unflatten(";
-          append_repr(n->args_[0]);
+          append_repr(n->b_->args[0]);
           body += ", self._out_spec)";
         } else {
           body += "return ";
-          append_repr(n->args_[0]);
+          append_repr(n->b_->args[0]);
         }
         body += '\n';
         continue;

@@ -73,12 +73,18 @@ Graph::NodeList::iterator Graph::NodeList::begin() const {
 Graph::NodeList::iterator Graph::NodeList::end() const { return iterator(g_->root_, g_->root_, reverse_); }
 
 Node* Graph::allocate_node() {
-  if (used_in_last_block_ == kNodesPerBlock) {
-    blocks_.emplace_back(new Node[kNodesPerBlock]);
+  if (blocks_.empty() || used_in_last_block_ == blocks_.back().capacity) {
+    const size_t capacity =
+        blocks_.empty() ? kFirstBlockNodes : std::min(2 * blocks_.back().capacity, kMaxBlockNodes);
+    blocks_.push_back(Block{std::unique_ptr<Node[]>(new Node[capacity]),
+                            std::make_unique<Node::Body[]>(capacity), capacity});
     used_in_last_block_ = 0;
   }
-  Node* n = &blocks_.back()[used_in_last_block_++];
-  n->graph_ = this;
+  Block& block = blocks_.back();
+  Node* n = &block.nodes[used_in_last_block_];
+  n->b_ = &block.bodies[used_in_last_block_];
+  ++used_in_last_block_;
+  n->b_->graph = this;
   return n;
 }
 
@@ -136,19 +142,19 @@ void Graph::assign_order(Node* n) {
 
 void Graph::bucket_add(Node* n) const {
   if (!buckets_indexed_) return;
-  Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
-  n->bucket_prev_ = b.tail;
-  n->bucket_next_ = nullptr;
-  (b.tail ? b.tail->bucket_next_ : b.head) = n;
+  Bucket& b = buckets_[BucketKey{n->op_, n->b_->target.entry()}];
+  n->b_->bucket_prev = b.tail;
+  n->b_->bucket_next = nullptr;
+  (b.tail ? b.tail->b_->bucket_next : b.head) = n;
   b.tail = n;
 }
 
 void Graph::bucket_remove(Node* n) const {
   if (!buckets_indexed_) return;
-  Bucket& b = buckets_[BucketKey{n->op_, n->target_.entry()}];
-  (n->bucket_prev_ ? n->bucket_prev_->bucket_next_ : b.head) = n->bucket_next_;
-  (n->bucket_next_ ? n->bucket_next_->bucket_prev_ : b.tail) = n->bucket_prev_;
-  n->bucket_prev_ = n->bucket_next_ = nullptr;
+  Bucket& b = buckets_[BucketKey{n->op_, n->b_->target.entry()}];
+  (n->b_->bucket_prev ? n->b_->bucket_prev->b_->bucket_next : b.head) = n->b_->bucket_next;
+  (n->b_->bucket_next ? n->b_->bucket_next->b_->bucket_prev : b.tail) = n->b_->bucket_prev;
+  n->b_->bucket_prev = n->b_->bucket_next = nullptr;
 }
 
 Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
@@ -174,9 +180,9 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
 
   Node* n = allocate_node();
   n->op_ = op;
-  n->target_ = target;
+  n->b_->target = target;
   link_between(n, prev, next);
-  n->name_ = "<new node>";  // how errors name it until it has a name (short: no allocation)
+  n->b_->name = "<new node>";  // how errors name it until it has a name (short: no allocation)
   try {
     detail::visit_nodes(args, kwargs, [&](Node* in) { n->check_input(in); });
     const detail::TargetEntry* e = target.entry();
@@ -185,20 +191,20 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
     const bool as_function = op == Op::call_function;
     const std::string& hint = as_function ? e->name_hint : e->str_hint;
     if (name)
-      n->name_ = names_->create_name(*name, nullptr);
+      n->b_->name = names_->create_name(*name, nullptr);
     else if (as_function ? e->name_hint_plain : e->str_hint_plain)
-      n->name_ = names_->create_plain_name(hint);
+      n->b_->name = names_->create_plain_name(hint);
     else
-      n->name_ = names_->create_name(hint, nullptr);
+      n->b_->name = names_->create_name(hint, nullptr);
   } catch (...) {
     unlink(n);
     n->erased_ = true;
     throw;
   }
-  n->args_ = std::move(args);
-  n->kwargs_ = std::move(kwargs);
+  n->b_->args = std::move(args);
+  n->b_->kwargs = std::move(kwargs);
   n->link_uses();
-  n->type_ = std::move(type);
+  n->b_->type = std::move(type);
   bucket_add(n);
   ++size_;
   if (op == Op::output) output_ = n;
@@ -245,7 +251,7 @@ Node* Graph::node_copy(const Node& node, const std::function<Argument(Node*)>& a
   for (const auto& [k, v] : node.kwargs()) kwargs.emplace_back(k, map_arg(v, arg_transform));
   Node* n =
       create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name(), node.type());
-  n->meta_ = node.meta_;
+  n->b_->meta = node.b_->meta;
   return n;
 }
 
@@ -275,33 +281,33 @@ Argument Graph::graph_copy(const Graph& src, std::unordered_map<const Node*, Nod
 void Node::set_target(Target target) {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be retargeted");
   if (target.str().empty()) throw GraphError("node " + quoted(this) + " cannot take an empty target");
-  graph_->bucket_remove(this);
-  target_ = target;
-  graph_->bucket_add(this);
+  b_->graph->bucket_remove(this);
+  b_->target = target;
+  b_->graph->bucket_add(this);
 }
 
 void Node::set_name(std::string_view name) {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be renamed");
-  if (name == name_) return;
+  if (name == b_->name) return;
   std::string wanted(name);
-  if (!graph_->names_->claim(wanted))
+  if (!b_->graph->names_->claim(wanted))
     throw GraphError("cannot rename node " + quoted(this) + " to '" + wanted +
                      "': the name is taken in this graph, or is not a Python identifier, or is a keyword or "
                      "builtin; choose another name");
-  if (detail::Namespace::normal_form(wanted) != wanted) graph_->names_normal_ = false;  // `x_01`
-  name_ = std::move(wanted);
+  if (detail::Namespace::normal_form(wanted) != wanted) b_->graph->names_normal_ = false;  // `x_01`
+  b_->name = std::move(wanted);
 }
 
 // ---- removal -----------------------------------------------------------------
 
 void Graph::erase_node(Node* n) {
-  if (n == nullptr || n->graph_ != this || n->is_root_)
+  if (n == nullptr || n->b_->graph != this || n->is_root_)
     throw GraphError("erase_node: the node is not a node of this graph");
   if (n->erased_) throw GraphError("erase_node: node " + quoted(n) + " was already erased");
-  if (n->num_users_ > 0) {
+  if (n->b_->num_users > 0) {
     std::string users;
     for (Node* u : n->users()) users += (users.empty() ? "" : ", ") + quoted(u);
-    throw GraphError("cannot erase node " + quoted(n) + ": it still has " + std::to_string(n->num_users_) +
+    throw GraphError("cannot erase node " + quoted(n) + ": it still has " + std::to_string(n->b_->num_users) +
                      " user(s) (" + users + "); replace its uses first (Node::replace_all_uses_with)");
   }
   n->unlink_uses();
@@ -316,8 +322,8 @@ void Graph::erase_node(Node* n) {
     detail::visit_nodes(a, [&](Node*) { holds_node = true; });
     if (holds_node) a = map_arg(a, [](Node*) { return Argument(); });
   };
-  for (auto& a : n->args_) forget_nodes(a);
-  for (auto& kv : n->kwargs_) forget_nodes(kv.second);
+  for (auto& a : n->b_->args) forget_nodes(a);
+  for (auto& kv : n->b_->kwargs) forget_nodes(kv.second);
   unlink(n);
   bucket_remove(n);
   n->erased_ = true;
@@ -335,7 +341,7 @@ bool Graph::eliminate_dead_code(const std::function<bool(const Node&)>& is_impur
   // Reversed, so that erasing a node has already dropped it from the user
   // counts of its inputs when they are visited.
   for (Node* n : nodes().reversed()) {
-    if (n->num_users_ == 0 && !(is_impure_node ? is_impure_node(*n) : n->is_impure())) {
+    if (n->b_->num_users == 0 && !(is_impure_node ? is_impure_node(*n) : n->is_impure())) {
       erase_node(n);
       changed = true;
     }
@@ -347,9 +353,9 @@ bool Graph::eliminate_dead_code(const std::function<bool(const Node&)>& is_impur
 void Graph::index_buckets() const {
   buckets_indexed_ = true;
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    const size_t used = b + 1 == blocks_.size() ? used_in_last_block_ : kNodesPerBlock;
+    const size_t used = b + 1 == blocks_.size() ? used_in_last_block_ : blocks_[b].capacity;
     for (size_t i = 0; i < used; ++i) {
-      Node* n = &blocks_[b][i];
+      Node* n = &blocks_[b].nodes[i];
       if (!n->is_root_ && !n->erased_) bucket_add(n);
     }
   }
@@ -360,7 +366,7 @@ std::vector<Node*> Graph::find_nodes(Op op, Target target) const {
   std::vector<Node*> out;
   auto it = buckets_.find(BucketKey{op, target.entry()});
   if (it == buckets_.end()) return out;
-  for (Node* n = it->second.head; n; n = n->bucket_next_) out.push_back(n);
+  for (Node* n = it->second.head; n; n = n->b_->bucket_next) out.push_back(n);
   return out;
 }
 
@@ -375,9 +381,9 @@ Graph::LastUses Graph::last_uses(const std::vector<Node*>& order) const {
   const uint64_t seen = next_mark();
   for (size_t i = order.size(); i-- > 0;) {
     uses.end_[i + 1] = uses.nodes_.size();
-    detail::visit_nodes(order[i]->args_, order[i]->kwargs_, [&](Node* in) {
-      if (in->mark_ != seen) {
-        in->mark_ = seen;
+    detail::visit_nodes(order[i]->b_->args, order[i]->b_->kwargs, [&](Node* in) {
+      if (in->b_->mark != seen) {
+        in->b_->mark = seen;
         uses.nodes_.push_back(in);
       }
     });
@@ -392,7 +398,7 @@ Graph::Positions Graph::positions(const std::vector<Node*>& order) const {
   p.first_ = mark_epoch_ + 1;
   p.size_ = order.size();
   mark_epoch_ += order.size();  // a fresh mark per position: none was used before, none will be again
-  for (size_t i = 0; i < order.size(); ++i) order[i]->mark_ = p.first_ + i;
+  for (size_t i = 0; i < order.size(); ++i) order[i]->b_->mark = p.first_ + i;
   return p;
 }
 

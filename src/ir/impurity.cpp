@@ -187,18 +187,19 @@ Impurity Node::impurity() const {
     case Op::output:
       return Impurity::side_effect;
     case Op::call_function: {
-      if (target_.has_side_effects()) return Impurity::side_effect;
+      if (b_->target.has_side_effects()) return Impurity::side_effect;
       std::optional<Impurity> known =
-          cached(target_.entry()->function_impurity, [&] { return function_impurity(target_); });
+          cached(b_->target.entry()->function_impurity, [&] { return function_impurity(b_->target); });
       i = known ? *known : dropout_impurity(*this);
       break;
     }
     case Op::call_method:
-      i = *cached(target_.entry()->method_impurity,
-                  [&] { return std::optional<Impurity>(method_impurity(target_)); });
+      i = *cached(b_->target.entry()->method_impurity,
+                  [&] { return std::optional<Impurity>(method_impurity(b_->target)); });
       break;
     case Op::call_module:
-      return graph_->owning_module() ? graph_->owning_module()->module_impurity(target_) : Impurity::none;
+      return b_->graph->owning_module() ? b_->graph->owning_module()->module_impurity(b_->target)
+                                        : Impurity::none;
     case Op::get_attr:
       return Impurity::none;
   }

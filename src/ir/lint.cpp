@@ -43,12 +43,12 @@ void Graph::lint() const {
   for (Node* n = root_->next_; n != root_; prev = n, n = n->next_) {
     ++count;
     if (n->prev_ != prev) fail(n, "the node list is broken (prev link)");
-    if (n->graph_ != this) fail(n, "does not belong to this graph");
+    if (n->b_->graph != this) fail(n, "does not belong to this graph");
     if (n->erased_) fail(n, "is erased but still in the node list");
     if (prev != root_ && !(prev->order_ < n->order_)) fail(n, "order keys are not increasing");
-    if (!names.insert(n->name_, static_cast<uint32_t>(named.size()), name_of).second)
+    if (!names.insert(n->b_->name, static_cast<uint32_t>(named.size()), name_of).second)
       fail(n, "its name is used by another node");
-    named.push_back(&n->name_);
+    named.push_back(&n->b_->name);
     if (output_ && n != output_ && output_->order_ < n->order_) fail(n, "comes after the output node");
     if (n->op_ == Op::output && n != output_) fail(n, "is a second output node");
 
@@ -56,42 +56,42 @@ void Graph::lint() const {
     uint64_t mine = next_mark();
     size_t distinct = 0;
     auto check_arg = [&](Node* in) {
-      if (in->graph_ != this)
+      if (in->b_->graph != this)
         fail(n, "argument " + quoted(in) +
                     " belongs to another graph; copy nodes with node_copy's arg_transform");
       if (in->erased_) fail(n, "argument " + quoted(in) + " is an erased node");
-      if (in->mark_ != seen && in->mark_ != mine)
+      if (in->b_->mark != seen && in->b_->mark != mine)
         fail(n, "argument " + quoted(in) +
                     " is used before it is defined; the graph must be topologically ordered");
-      if (in->mark_ == seen) {
-        in->mark_ = mine;
+      if (in->b_->mark == seen) {
+        in->b_->mark = mine;
         ++distinct;
       }
     };
-    detail::visit_nodes(n->args_, n->kwargs_, check_arg);
-    if (distinct != n->inputs_.size()) fail(n, "its input list disagrees with its args/kwargs");
-    for (const auto& u : n->inputs_) {
-      if (u.user != n || u.def->mark_ != mine) fail(n, "its input list disagrees with its args/kwargs");
-      u.def->mark_ = seen;
+    detail::visit_nodes(n->b_->args, n->b_->kwargs, check_arg);
+    if (distinct != n->b_->inputs.size()) fail(n, "its input list disagrees with its args/kwargs");
+    for (const auto& u : n->b_->inputs) {
+      if (u.user != n || u.def->b_->mark != mine) fail(n, "its input list disagrees with its args/kwargs");
+      u.def->b_->mark = seen;
     }
     // Users: each user's input list holds the use record that points here.
     size_t users = 0;
-    for (const Node::Use* u = n->users_head_; u; u = u->next, ++users) {
-      const auto& in = u->user->inputs_;
+    for (const Node::Use* u = n->b_->users_head; u; u = u->next, ++users) {
+      const auto& in = u->user->b_->inputs;
       if (u->def != n || in.empty() || u < in.data() || u >= in.data() + in.size())
         fail(n, "its user list disagrees with the arguments of " + quoted(u->user));
     }
-    if (users != n->num_users_) fail(n, "its user count is wrong");
+    if (users != n->b_->num_users) fail(n, "its user count is wrong");
 
     // Targets.
-    const std::string& t = n->target_.str();
+    const std::string& t = n->b_->target.str();
     switch (n->op_) {
       case Op::get_attr:
       case Op::call_module:
         if (!well_formed_path(t)) fail(n, "target '" + t + "' is not a dotted attribute path");
         if (owning_module_) {
           bool ok = n->op_ == Op::get_attr ? owning_module_->has_attribute(t)
-                                           : owning_module_->has_target_module(n->target_);
+                                           : owning_module_->has_target_module(n->b_->target);
           if (!ok)
             fail(n, std::string("target '") + t + "' does not exist in the owning module" +
                         (n->op_ == Op::call_module ? " (no such submodule)" : ""));
@@ -99,19 +99,20 @@ void Graph::lint() const {
         break;
       case Op::call_method:
         if (!well_formed_path(t)) fail(n, "method name '" + t + "' is not well formed");
-        if (n->args_.empty()) fail(n, "a call_method node needs its self value as args[0]");
+        if (n->b_->args.empty()) fail(n, "a call_method node needs its self value as args[0]");
         break;
       case Op::placeholder:
-        if (!n->kwargs_.empty() || n->args_.size() > 1)
+        if (!n->b_->kwargs.empty() || n->b_->args.size() > 1)
           fail(n, "a placeholder takes at most one default value");
         break;
       case Op::output:
-        if (n->args_.size() != 1) fail(n, "the output node takes exactly one argument, the returned value");
+        if (n->b_->args.size() != 1)
+          fail(n, "the output node takes exactly one argument, the returned value");
         break;
       case Op::call_function:
         break;
     }
-    n->mark_ = seen;
+    n->b_->mark = seen;
   }
   if (count != size_)
     throw LintError("lint: the graph counts " + std::to_string(size_) + " nodes but lists " +

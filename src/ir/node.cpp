@@ -31,13 +31,13 @@ Op op_from_name(std::string_view name) {
 }
 
 const Argument* Node::kwarg(std::string_view key) const {
-  for (const auto& [k, v] : kwargs_)
+  for (const auto& [k, v] : b_->kwargs)
     if (k == key) return &v;
   return nullptr;
 }
 
 std::optional<std::string> Node::stack_trace() const {
-  if (const auto* s = meta_.get<std::string>("stack_trace")) return *s;
+  if (const auto* s = b_->meta.get<std::string>("stack_trace")) return *s;
   return std::nullopt;
 }
 
@@ -52,13 +52,13 @@ Node* Node::prev() const { return prev_->is_root_ ? nullptr : prev_; }
 
 std::vector<Node*> Node::all_input_nodes() const {
   std::vector<Node*> out;
-  out.reserve(inputs_.size());
-  for (const auto& u : inputs_) out.push_back(u.def);
+  out.reserve(b_->inputs.size());
+  for (const auto& u : b_->inputs) out.push_back(u.def);
   return out;
 }
 
 void Node::check_input(Node* n) const {
-  if (n->graph_ != graph_)
+  if (n->b_->graph != b_->graph)
     throw GraphError("node " + quoted(n) + " belongs to another graph but was used as an argument of " +
                      quoted(this) +
                      "; copy it into this graph first (Graph::node_copy or graph_copy with a value map)");
@@ -73,30 +73,30 @@ void Node::check_input(Node* n) const {
 }
 
 void Node::unlink_uses() {
-  for (auto& u : inputs_) {
+  for (auto& u : b_->inputs) {
     Node* def = u.def;
-    (u.prev ? u.prev->next : def->users_head_) = u.next;
-    (u.next ? u.next->prev : def->users_tail_) = u.prev;
-    --def->num_users_;
+    (u.prev ? u.prev->next : def->b_->users_head) = u.next;
+    (u.next ? u.next->prev : def->b_->users_tail) = u.prev;
+    --def->b_->num_users;
   }
-  inputs_.clear();
+  b_->inputs.clear();
 }
 
 void Node::link_uses() {
-  uint64_t epoch = graph_->next_mark();
-  detail::visit_nodes(args_, kwargs_, [&](Node* n) {
-    if (n->mark_ != epoch) {
-      n->mark_ = epoch;
-      inputs_.push_back(Use{n, this, nullptr, nullptr});
+  uint64_t epoch = b_->graph->next_mark();
+  detail::visit_nodes(b_->args, b_->kwargs, [&](Node* n) {
+    if (n->b_->mark != epoch) {
+      n->b_->mark = epoch;
+      b_->inputs.push_back(Use{n, this, nullptr, nullptr});
     }
   });
   // Link only once the vector has stopped growing: the lists hold pointers into it.
-  for (auto& u : inputs_) {
+  for (auto& u : b_->inputs) {
     Node* def = u.def;
-    u.prev = def->users_tail_;
-    (def->users_tail_ ? def->users_tail_->next : def->users_head_) = &u;
-    def->users_tail_ = &u;
-    ++def->num_users_;
+    u.prev = def->b_->users_tail;
+    (def->b_->users_tail ? def->b_->users_tail->next : def->b_->users_head) = &u;
+    def->b_->users_tail = &u;
+    ++def->b_->num_users;
   }
 }
 
@@ -108,25 +108,25 @@ void Node::set_inputs(Args args, Kwargs kwargs) {
   check_settable();
   detail::visit_nodes(args, kwargs, [&](Node* n) { check_input(n); });
   unlink_uses();
-  args_ = std::move(args);
-  kwargs_ = std::move(kwargs);
+  b_->args = std::move(args);
+  b_->kwargs = std::move(kwargs);
   link_uses();
 }
 
-void Node::set_args(Args args) { set_inputs(std::move(args), kwargs_); }
-void Node::set_kwargs(Kwargs kwargs) { set_inputs(args_, std::move(kwargs)); }
+void Node::set_args(Args args) { set_inputs(std::move(args), b_->kwargs); }
+void Node::set_kwargs(Kwargs kwargs) { set_inputs(b_->args, std::move(kwargs)); }
 
 void Node::update_arg(size_t index, Argument arg) {
-  if (index >= args_.size())
-    throw GraphError("update_arg: node " + quoted(this) + " has " + std::to_string(args_.size()) +
+  if (index >= b_->args.size())
+    throw GraphError("update_arg: node " + quoted(this) + " has " + std::to_string(b_->args.size()) +
                      " positional arguments, index " + std::to_string(index) + " is out of range");
-  Args args = args_;
+  Args args = b_->args;
   args[index] = std::move(arg);
   set_args(std::move(args));
 }
 
 void Node::update_kwarg(std::string_view key, Argument arg) {
-  Kwargs kwargs = kwargs_;
+  Kwargs kwargs = b_->kwargs;
   auto it = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& kv) { return kv.first == key; });
   if (it != kwargs.end())
     it->second = std::move(arg);
@@ -136,22 +136,22 @@ void Node::update_kwarg(std::string_view key, Argument arg) {
 }
 
 void Node::check_move(Node* x, Node* new_prev, Node* new_next) const {
-  if (x->graph_ != graph_)
+  if (x->b_->graph != b_->graph)
     throw GraphError("cannot move node " + quoted(x) + " next to " + quoted(this) +
                      ": they belong to different graphs");
   if (x->erased_ || erased_)
     throw GraphError("cannot move node " + quoted(x) + " next to " + quoted(this) + ": a node is erased");
-  Node* out = graph_->output_;
+  Node* out = b_->graph->output_;
   if (x == out && !new_next->is_root_)
     throw GraphError("cannot move the output node " + quoted(x) + " before " + quoted(new_next) +
                      ": the output must stay the last node");
   if (out && x != out && new_prev == out)
     throw GraphError("cannot move node " + quoted(x) + " after the output node " + quoted(out));
-  for (const auto& u : x->inputs_) {
+  for (const auto& u : x->b_->inputs) {
     if (new_next->is_root_ || u.def->is_before(new_next)) continue;
     throw GraphError("cannot move node " + quoted(x) + " before its input " + quoted(u.def));
   }
-  for (const Use* u = x->users_head_; u; u = u->next) {
+  for (const Use* u = x->b_->users_head; u; u = u->next) {
     if (!new_next->is_root_ && (u->user == new_next || new_next->is_before(u->user))) continue;
     throw GraphError("cannot move node " + quoted(x) + " after its user " + quoted(u->user));
   }
@@ -160,15 +160,15 @@ void Node::check_move(Node* x, Node* new_prev, Node* new_next) const {
 void Node::prepend(Node* x) {
   if (x == this || x == prev_) return;
   check_move(x, prev_, this);
-  graph_->unlink(x);
-  graph_->link_between(x, prev_, this);
+  b_->graph->unlink(x);
+  b_->graph->link_between(x, prev_, this);
 }
 
 void Node::append(Node* x) {
   if (x == this || x == next_) return;
   check_move(x, this, next_);
-  graph_->unlink(x);
-  graph_->link_between(x, this, next_);
+  b_->graph->unlink(x);
+  b_->graph->link_between(x, this, next_);
 }
 
 std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::function<bool(Node*)>& filter,
@@ -181,8 +181,8 @@ std::vector<Node*> Node::replace_all_uses_with(Node* replace_with, const std::fu
   if (replace_with != this)
     for (Node* user : chosen) user->check_input(replace_with);  // all or nothing
   if (propagate_meta)
-    for (const auto& [k, v] : meta_)
-      if (!replace_with->meta_.contains(k)) replace_with->meta_.set(k, v);
+    for (const auto& [k, v] : b_->meta)
+      if (!replace_with->b_->meta.contains(k)) replace_with->b_->meta.set(k, v);
   if (replace_with == this) return chosen;
   for (Node* user : chosen) user->replace_input_with(this, replace_with);
   return chosen;
@@ -208,8 +208,8 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
     else
       nested = nested || holds_old(a);
   };
-  for (const auto& a : args_) find(a);
-  for (const auto& kv : kwargs_) find(kv.second);
+  for (const auto& a : b_->args) find(a);
+  for (const auto& kv : b_->kwargs) find(kv.second);
   if (direct || nested) check_input(new_input);
   // The rebuilt holders are made before anything changes: all or nothing.
   std::vector<std::pair<Argument*, Argument>> rebuilt;
@@ -219,16 +219,16 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
                            map_arg(a, [&](Node* n) -> Argument { return n == old_input ? new_input : n; }));
   };
   if (nested) {
-    for (auto& a : args_) rebuild(a);
-    for (auto& kv : kwargs_) rebuild(kv.second);
+    for (auto& a : b_->args) rebuild(a);
+    for (auto& kv : b_->kwargs) rebuild(kv.second);
   }
   unlink_uses();
   auto swap = [&](Argument& a) {
     if (a.node() == old_input) a = Argument(new_input);
   };
   if (direct) {
-    for (auto& a : args_) swap(a);
-    for (auto& kv : kwargs_) swap(kv.second);
+    for (auto& a : b_->args) swap(a);
+    for (auto& kv : b_->kwargs) swap(kv.second);
   }
   for (auto& [slot, value] : rebuilt) *slot = std::move(value);
   link_uses();
@@ -238,26 +238,26 @@ std::string Node::format_node() const {
   std::string out;
   auto head = [&] {
     out += '%';
-    out += name_;
+    out += b_->name;
     out += " : ";
-    if (type_ && !type_->empty()) {
-      out += *type_;
+    if (b_->type && !b_->type->empty()) {
+      out += *b_->type;
       out += ' ';
     }
     out += "[num_users=";
-    out += std::to_string(num_users_);
+    out += std::to_string(b_->num_users);
     out += "] = ";
     out += op_name(op_);
     out += "[target=";
-    out += target_.str();
+    out += b_->target.str();
     out += ']';
   };
   switch (op_) {
     case Op::placeholder:
       head();
-      if (!args_.empty()) {
+      if (!b_->args.empty()) {
         out += "(default=";
-        out += detail::str(args_[0], detail::plain_names());
+        out += detail::str(b_->args[0], detail::plain_names());
         out += ')';
       }
       return out;
@@ -266,14 +266,14 @@ std::string Node::format_node() const {
       return out;
     case Op::output:
       out = "return ";
-      out += args_.empty() ? "None" : detail::str(args_[0], detail::plain_names());
+      out += b_->args.empty() ? "None" : detail::str(b_->args[0], detail::plain_names());
       return out;
     default:
       head();
       out += "(args = ";
-      detail::append_format_args(out, args_);
+      detail::append_format_args(out, b_->args);
       out += ", kwargs = ";
-      detail::append_format_kwargs(out, kwargs_);
+      detail::append_format_kwargs(out, b_->kwargs);
       out += ')';
       return out;
   }
