@@ -235,14 +235,29 @@ class Graph {
   // holds twice as many nodes as the one before, up to kMaxBlockNodes, so a
   // walk over a large graph crosses few block boundaries (where the
   // processor's prefetching starts over) and a small graph stays small.
-  struct Block {
-    std::unique_ptr<Node[]> nodes;
-    std::unique_ptr<Node::Body[]> bodies;
-    size_t capacity = 0;
+  // A node and its body are constructed when the graph makes the node, not
+  // with the block: a large block made whole would touch memory the graph
+  // may never use.
+  class Block {
+   public:
+    explicit Block(size_t capacity);
+    Block(Block&& o) noexcept;
+    Block& operator=(Block&&) = delete;
+    ~Block();
+    bool full() const { return used_ == capacity_; }
+    size_t capacity() const { return capacity_; }
+    size_t used() const { return used_; }
+    Node* node(size_t i) const { return nodes_ + i; }
+    Node* make_node();  // the next node, with its body
+
+   private:
+    Node* nodes_;
+    Node::Body* bodies_;
+    size_t capacity_;
+    size_t used_ = 0;
   };
   static constexpr size_t kFirstBlockNodes = 32, kMaxBlockNodes = 16384;
   std::vector<Block> blocks_;
-  size_t used_in_last_block_ = 0;
   size_t size_ = 0;
   Node* insert_anchor_;  // new nodes go before (or after) this node
   bool insert_after_ = false;

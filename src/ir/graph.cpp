@@ -1,8 +1,11 @@
 #include <fx/error.h>
 #include <fx/graph.h>
 
+#include <algorithm>
 #include <limits>
+#include <new>
 #include <ostream>
+#include <type_traits>
 
 #include "namespace.h"
 #include "repr.h"
@@ -72,18 +75,38 @@ Graph::NodeList::iterator Graph::NodeList::begin() const {
 }
 Graph::NodeList::iterator Graph::NodeList::end() const { return iterator(g_->root_, g_->root_, reverse_); }
 
+Graph::Block::Block(size_t capacity)
+    : nodes_(static_cast<Node*>(::operator new(capacity * sizeof(Node), std::align_val_t(alignof(Node))))),
+      bodies_(static_cast<Node::Body*>(
+          ::operator new(capacity * sizeof(Node::Body), std::align_val_t(alignof(Node::Body))))),
+      capacity_(capacity) {}
+
+Graph::Block::Block(Block&& o) noexcept
+    : nodes_(o.nodes_), bodies_(o.bodies_), capacity_(o.capacity_), used_(o.used_) {
+  o.nodes_ = nullptr;
+  o.bodies_ = nullptr;
+  o.used_ = 0;
+}
+
+Graph::Block::~Block() {
+  static_assert(std::is_trivially_destructible_v<Node>);
+  for (size_t i = 0; i < used_; ++i) bodies_[i].~Body();
+  if (nodes_) ::operator delete(nodes_, std::align_val_t(alignof(Node)));
+  if (bodies_) ::operator delete(bodies_, std::align_val_t(alignof(Node::Body)));
+}
+
+Node* Graph::Block::make_node() {
+  Node* n = new (nodes_ + used_) Node();
+  n->b_ = new (bodies_ + used_) Node::Body();
+  ++used_;
+  return n;
+}
+
 Node* Graph::allocate_node() {
-  if (blocks_.empty() || used_in_last_block_ == blocks_.back().capacity) {
-    const size_t capacity =
-        blocks_.empty() ? kFirstBlockNodes : std::min(2 * blocks_.back().capacity, kMaxBlockNodes);
-    blocks_.push_back(Block{std::unique_ptr<Node[]>(new Node[capacity]),
-                            std::make_unique<Node::Body[]>(capacity), capacity});
-    used_in_last_block_ = 0;
-  }
-  Block& block = blocks_.back();
-  Node* n = &block.nodes[used_in_last_block_];
-  n->b_ = &block.bodies[used_in_last_block_];
-  ++used_in_last_block_;
+  if (blocks_.empty() || blocks_.back().full())
+    blocks_.emplace_back(blocks_.empty() ? kFirstBlockNodes
+                                         : std::min(2 * blocks_.back().capacity(), kMaxBlockNodes));
+  Node* n = blocks_.back().make_node();
   n->b_->graph = this;
   return n;
 }
@@ -352,10 +375,9 @@ bool Graph::eliminate_dead_code(const std::function<bool(const Node&)>& is_impur
 // The node blocks hold the nodes in creation order.
 void Graph::index_buckets() const {
   buckets_indexed_ = true;
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    const size_t used = b + 1 == blocks_.size() ? used_in_last_block_ : blocks_[b].capacity;
-    for (size_t i = 0; i < used; ++i) {
-      Node* n = &blocks_[b].nodes[i];
+  for (const Block& block : blocks_) {
+    for (size_t i = 0; i < block.used(); ++i) {
+      Node* n = block.node(i);
       if (!n->is_root_ && !n->erased_) bucket_add(n);
     }
   }
