@@ -115,7 +115,7 @@ def main():
     print("Tracing: an MLP of N layers (Linear(8, 8) + ReLU), torchvision's resnet50 (N = 1), a chain over N tensor "
           "constants; CPU (wall)")
     print()
-    print("| workload | N | fxcpp | torch.fx 1.13 | torch.fx / fxcpp: CPU (wall) | rounds |")
+    print("| workload | N | fxcpp | torch.fx | torch.fx / fxcpp: CPU (wall) | rounds |")
     print("|---|---:|---:|---:|---:|---:|")
     headline = None
     for w, label in [("trace_mlp", "MLP: Tracer().trace"), ("symbolic_trace_mlp", "MLP: symbolic_trace"),

@@ -22,7 +22,7 @@ print(f"resnet50, eval, batch {cpp['batch']}, {cpp['threads']} thread(s), {cpp['
 print()
 print("| side | what runs | median | min - max | vs PyTorch eager |")
 print("|---|---|---:|---:|---:|")
-for side, report in (("fxcpp", cpp), ("PyTorch 1.13", py)):
+for side, report in (("fxcpp", cpp), ("PyTorch", py)):
     for r in report["rows"]:
         print(f"| {side} | {names[r['row']]} | {r['median_ms']:.1f} ms | {r['min_ms']:.1f} - {r['max_ms']:.1f} ms "
               f"| {r['median_ms'] / base:.2f}x |")
