@@ -45,7 +45,8 @@ class GraphAppendingTracer : public Tracer {
   Value proxy(Node* node);
 
   Argument create_arg(const Value& v) override;
-  Node* create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name = std::nullopt,
+  Node* create_node(Op op, Target target, Args args, Kwargs kwargs,
+                    std::optional<std::string> name = std::nullopt,
                     std::optional<std::string> type = std::nullopt) override;
   Value create_proxy(Op op, Target target, const std::vector<Value>& args, const ValueKwargs& kwargs,
                      std::optional<std::string> name = std::nullopt) override;

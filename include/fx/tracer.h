@@ -130,7 +130,7 @@ class Tracer {
   std::unordered_map<const void*, std::string> buffer_names_;  // TensorImpl* -> qualified name
   std::unordered_map<const void*, Value> param_proxies_;
   std::unordered_map<const void*, std::string> constant_names_;
-  size_t next_constant_ = 0;  // no `_tensor_constantN` below it is free
+  size_t next_constant_ = 0;                           // no `_tensor_constantN` below it is free
   std::unique_ptr<detail::ModulePaths> module_paths_;  // named_modules(), by identity
 };
 

@@ -105,7 +105,9 @@ struct CaptureInterpreter final : c10::impl::PyInterpreterVTable {
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     op.callBoxed(stack);
   }
-  void reportErrorCallback(PyObject*, c10::DispatchKey) const override { not_a_python_tensor("an error callback"); }
+  void reportErrorCallback(PyObject*, c10::DispatchKey) const override {
+    not_a_python_tensor("an error callback");
+  }
   void python_op_registration_trampoline(const c10::OperatorHandle&, c10::DispatchKey, c10::DispatchKeySet,
                                          torch::jit::Stack*, bool, bool) const override {
     not_a_python_tensor("a Python operator registration");
@@ -116,7 +118,9 @@ struct CaptureInterpreter final : c10::impl::PyInterpreterVTable {
   void python_dispatcher(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*) const override {
     not_a_python_tensor("the Python dispatcher");
   }
-  bool is_contiguous(const c10::TensorImpl*, at::MemoryFormat) const override { not_a_python_tensor("is_contiguous"); }
+  bool is_contiguous(const c10::TensorImpl*, at::MemoryFormat) const override {
+    not_a_python_tensor("is_contiguous");
+  }
   c10::SymBool sym_is_contiguous(const c10::TensorImpl*, at::MemoryFormat) const override {
     not_a_python_tensor("sym_is_contiguous");
   }
@@ -134,7 +138,9 @@ struct CaptureInterpreter final : c10::impl::PyInterpreterVTable {
   c10::Layout layout(const c10::TensorImpl*) const override { not_a_python_tensor("layout"); }
   int64_t numel(const c10::TensorImpl*) const override { not_a_python_tensor("numel"); }
   c10::SymInt sym_numel(const c10::TensorImpl*) const override { not_a_python_tensor("sym_numel"); }
-  c10::SymIntArrayRef sym_strides(const c10::TensorImpl*) const override { not_a_python_tensor("sym_strides"); }
+  c10::SymIntArrayRef sym_strides(const c10::TensorImpl*) const override {
+    not_a_python_tensor("sym_strides");
+  }
   c10::SymInt sym_storage_offset(const c10::TensorImpl*) const override {
     not_a_python_tensor("sym_storage_offset");
   }
@@ -161,7 +167,8 @@ class ModeOnStack {
     static c10::impl::PyInterpreter interpreter(&vtable);
     static char tag;
     c10::impl::TorchDispatchModeTLS::push_non_infra_mode_onto_stack(
-        std::make_shared<c10::impl::PyObject_TorchDispatchMode>(reinterpret_cast<PyObject*>(&tag), &interpreter));
+        std::make_shared<c10::impl::PyObject_TorchDispatchMode>(reinterpret_cast<PyObject*>(&tag),
+                                                                &interpreter));
   }
   ~ModeOnStack() { c10::impl::TorchDispatchModeTLS::pop_stack(); }
   ModeOnStack(const ModeOnStack&) = delete;

@@ -121,7 +121,8 @@ bool Recorder::record_functionalized(const c10::OperatorHandle& op, c10::Dispatc
         auto root = root_tensors_.find(impl);
         auto constant = constants_.find(impl);
         if (root != root_tensors_.end() || constant != constants_.end()) {
-          mutated_.push_back({u.base, nullptr, root != root_tensors_.end() ? root->second.path : constant->second.path});
+          mutated_.push_back(
+              {u.base, nullptr, root != root_tensors_.end() ? root->second.path : constant->second.path});
           mutated_set_.insert(impl);
         }
       }

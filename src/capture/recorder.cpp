@@ -296,7 +296,8 @@ void Recorder::on_operator(const c10::OperatorHandle& op, c10::DispatchKeySet ke
     // make_fx's default decompositions run detach as aten::alias (the
     // graph runs without autograd, where the two are the same): the call
     // goes to alias, which reaches this fallback and is recorded.
-    static const c10::OperatorHandle alias = c10::Dispatcher::singleton().findSchemaOrThrow("aten::alias", "");
+    static const c10::OperatorHandle alias =
+        c10::Dispatcher::singleton().findSchemaOrThrow("aten::alias", "");
     alias.callBoxed(stack);
     return;
   }

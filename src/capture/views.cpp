@@ -122,7 +122,8 @@ at::Tensor Recorder::inverse(const at::Tensor& parent, const at::Tensor& updated
        "chunk and unbind). Update a copy (clone) of the view instead");
 }
 
-std::unordered_map<const c10::TensorImpl*, Recorder::Alias>::iterator Recorder::find_alias(const at::Tensor& t) {
+std::unordered_map<const c10::TensorImpl*, Recorder::Alias>::iterator Recorder::find_alias(
+    const at::Tensor& t) {
   auto it = aliases_.find(t.unsafeGetTensorImpl());
   if (it != aliases_.end() || !t.has_storage()) return it;
   auto same_storage = alias_tensors_.find(t.storage().unsafeGetStorageImpl());
@@ -140,8 +141,9 @@ void Recorder::note_views(const c10::OperatorHandle& op, const at::Tensor& self,
                           const torch::jit::Stack& outputs, size_t first) {
   auto parent = find_alias(self);
   if (parent == aliases_.end())
-    parent = aliases_.emplace(self.unsafeGetTensorImpl(), Alias{WeakImpl(self.getIntrusivePtr()), self, {}, 0})
-                 .first;
+    parent =
+        aliases_.emplace(self.unsafeGetTensorImpl(), Alias{WeakImpl(self.getIntrusivePtr()), self, {}, 0})
+            .first;
   // A view has seen what its `self` has seen (it is made from self's value).
   Alias made{parent->second.impl, parent->second.base, parent->second.steps, parent->second.generation};
   made.steps.push_back(ViewStep{&op, std::move(args), -1});
@@ -151,7 +153,8 @@ void Recorder::note_views(const c10::OperatorHandle& op, const at::Tensor& self,
     a.steps.back().output = index;
     aliases_.insert_or_assign(view.unsafeGetTensorImpl(), std::move(a));
     if (view.has_storage())
-      alias_tensors_[view.storage().unsafeGetStorageImpl()].push_back({view.unsafeGetTensorImpl(), Geometry::of(view)});
+      alias_tensors_[view.storage().unsafeGetStorageImpl()].push_back(
+          {view.unsafeGetTensorImpl(), Geometry::of(view)});
   };
   const c10::IValue& v = outputs[first];
   if (v.isTensor()) {
@@ -177,8 +180,9 @@ void Recorder::updated_in_place(const at::Tensor& t) {
   // The value as of now, on its own TensorImpl, made without an operator
   // call (the Python key off: the mode on c10's stack would record it).
   c10::impl::ExcludeDispatchKeyGuard no_mode(c10::DispatchKey::Python);
-  at::Tensor value(t.unsafeGetTensorImpl()->shallow_copy_and_detach(t.unsafeGetTensorImpl()->version_counter(),
-                                                                    /*allow_tensor_metadata_change=*/false));
+  at::Tensor value(
+      t.unsafeGetTensorImpl()->shallow_copy_and_detach(t.unsafeGetTensorImpl()->version_counter(),
+                                                       /*allow_tensor_metadata_change=*/false));
   bind(value, node_of(t));
   pending_[base].push_back(Pending{it->second.steps, std::move(value)});
 }

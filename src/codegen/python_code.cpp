@@ -240,7 +240,8 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
                 "; pass last_uses(order) for the same order");
   PythonCode result;
   CodeNames names(
-      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->b_->mark; }, *names_, names_normal_);
+      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->b_->mark; }, *names_,
+      names_normal_);
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   // Every statement is appended to the body as FX's f-strings evaluate it,
@@ -261,7 +262,8 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
     }
   };
   auto append_root_target = [&](const std::string& target) {
-    append_format_target(body, [&] { body += root_module; }, target);
+    append_format_target(
+        body, [&] { body += root_module; }, target);
   };
 
   std::vector<std::string> free_vars;
@@ -290,7 +292,8 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
           throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
         names.append_name(body, n);
         cat(body, {type, " = "});
-        append_format_target(body, [&] { append_repr(n->b_->args[0]); }, target);
+        append_format_target(
+            body, [&] { append_repr(n->b_->args[0]); }, target);
         body += '(';
         append_args(n->b_->args, 1, n->b_->kwargs);
         body += ')';
@@ -316,7 +319,8 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         cat(body, {type, " = "});
         if (fn == "getattr" && n->b_->args.size() == 2 && n->b_->args[1].is<std::string>() &&
             detail::is_identifier(n->b_->args[1].get<std::string>())) {
-          append_format_target(body, [&] { append_repr(n->b_->args[0]); }, n->b_->args[1].get<std::string>());
+          append_format_target(
+              body, [&] { append_repr(n->b_->args[0]); }, n->b_->args[1].get<std::string>());
           break;
         }
         cat(body, {fn, "("});

@@ -155,7 +155,8 @@ std::string Namespace::normal_form(std::string_view raw) {
 }
 
 bool Namespace::is_plain(std::string_view normal) {
-  return !normal.empty() && !is_illegal(normal, nullptr) && numeric_suffix_at(normal) == std::string_view::npos;
+  return !normal.empty() && !is_illegal(normal, nullptr) &&
+         numeric_suffix_at(normal) == std::string_view::npos;
 }
 
 std::string Namespace::create_plain_name(std::string_view normal) {

@@ -77,7 +77,7 @@ class Namespace {
   static const void* custom_builtin_identity(std::string_view name);
 
  private:
-  bool used(std::string_view name) const;  // taken here or elsewhere
+  bool used(std::string_view name) const;   // taken here or elsewhere
   bool claim_legal(std::string_view name);  // takes name unless taken, here or elsewhere
   std::string count_up(std::string candidate, std::string_view base, const void* obj);
   std::string count_up_big(std::string candidate, std::string_view base, const void* obj);
@@ -110,13 +110,13 @@ class Namespace {
   LengthMasks first_and_length_{};
   std::string pool_;
   std::vector<Entry> entries_;
-  IndexSet used_;                                               // the taken names
+  IndexSet used_;  // the taken names
   // FX's _base_count: base -> the suffix it was last given. kBigCount: the
   // count is beyond 64 bits, in big_counts_ as decimal digits.
   static constexpr uint64_t kBigCount = UINT64_MAX;
   FlatMap<std::string, uint64_t, StringViewHash> base_count_;
   std::unordered_map<std::string, std::string> big_counts_;
-  PointerIndexMap names_of_;                                    // obj -> its name's index
+  PointerIndexMap names_of_;  // obj -> its name's index
   std::function<bool(std::string_view)> taken_elsewhere_;
 };
 

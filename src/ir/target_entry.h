@@ -9,13 +9,13 @@
 namespace fx::detail {
 
 struct TargetEntry {
-  std::string name;                      // the qualified name, as printed in graph text
-  std::string py_module;                 // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
-  std::string py_name;                   // Python's __name__ (`add`, `addmm.default`)
-  std::string code_name;                 // the name FX's codegen starts from (builtins lose `builtins.`)
+  std::string name;       // the qualified name, as printed in graph text
+  std::string py_module;  // Python's __module__ as FX sees it (`_operator`, `torch`, ...)
+  std::string py_name;    // Python's __name__ (`add`, `addmm.default`)
+  std::string code_name;  // the name FX's codegen starts from (builtins lose `builtins.`)
   // Node-name candidates in Namespace::normal_form, and whether each is_plain:
-  std::string name_hint;                 // as a function: snake_case(py_name)
-  std::string str_hint;                  // as a string target: snake_case, `__x__` -> `x`
+  std::string name_hint;  // as a function: snake_case(py_name)
+  std::string str_hint;   // as a string target: snake_case, `__x__` -> `x`
   bool name_hint_plain = false, str_hint_plain = false;
   const char* magic_format = nullptr;    // `{} + {}` for operator.add
   const char* inplace_format = nullptr;  // `{} += {}` for operator.iadd

@@ -75,7 +75,8 @@ bool id_needs_quotes(std::string_view s) {
   if (is_dot_keyword(s)) return false;
   if (auto any = any_needs_quotes(s)) return *any;
   // ^[_a-zA-Z][a-zA-Z0-9_]*$
-  if (!s.empty() && is_alpha_(s[0]) && all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c); }))
+  if (!s.empty() && is_alpha_(s[0]) &&
+      all_of(s.substr(1), [](char c) { return is_alpha_(c) || is_digit(c); }))
     return false;
   // ^[_a-zA-Z][a-zA-Z0-9_:"]*[a-zA-Z0-9_"]+$
   if (s.size() >= 2 && is_alpha_(s[0]) &&

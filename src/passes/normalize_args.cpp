@@ -27,7 +27,8 @@ Value NormalizeArgs::run_node(Node* n) {
   if (n->op() == Op::call_function)
     normalized = normalize_function(n->target(), n->args(), n->kwargs(), normalize_to_only_use_kwargs_);
   else if (n->op() == Op::call_module)
-    normalized = normalize_module(module(), n->target().str(), n->args(), n->kwargs(), normalize_to_only_use_kwargs_);
+    normalized =
+        normalize_module(module(), n->target().str(), n->args(), n->kwargs(), normalize_to_only_use_kwargs_);
   Value out;
   if (!normalized)
     out = Transformer::run_node(n);

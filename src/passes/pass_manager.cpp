@@ -44,8 +44,8 @@ std::optional<std::string> difference(const c10::IValue& a, const c10::IValue& b
     if (!x.is_floating_point() && !x.is_complex()) return where + ": values differ";
     double diff = (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
     std::ostringstream os;
-    os << where << ": max |expected - actual| = " << diff << " (shape " << describe_shape(x) << ", rtol " << rtol
-       << ", atol " << atol << ")";
+    os << where << ": max |expected - actual| = " << diff << " (shape " << describe_shape(x) << ", rtol "
+       << rtol << ", atol " << atol << ")";
     return os.str();
   }
   if ((a.isTuple() || a.isList()) && (b.isTuple() || b.isList())) {
@@ -73,8 +73,8 @@ std::optional<std::string> difference(const c10::IValue& a, const c10::IValue& b
 
 }  // namespace
 
-std::optional<std::string> first_difference(const c10::IValue& expected, const c10::IValue& actual, double rtol,
-                                            double atol) {
+std::optional<std::string> first_difference(const c10::IValue& expected, const c10::IValue& actual,
+                                            double rtol, double atol) {
   return difference(expected, actual, rtol, atol, "output");
 }
 
@@ -106,8 +106,8 @@ PassResult PassManager::operator()(GraphModule& gm) const {
       try {
         out = gm.run(example_inputs);
       } catch (const std::exception& e) {
-        throw PassError("after pass '" + pass.name + "': the module no longer runs on the example inputs: " +
-                        e.what());
+        throw PassError("after pass '" + pass.name +
+                        "': the module no longer runs on the example inputs: " + e.what());
       }
       if (auto d = first_difference(reference, out, rtol, atol))
         throw PassError("pass '" + pass.name + "' changed the module's outputs: " + *d);

@@ -38,7 +38,8 @@ const std::vector<Pass>& registered_passes() {
       {"shape_prop", "run the example inputs and record each node's tensor_meta (shape, dtype, stride, ...)",
        [](GraphModule& gm, const PassContext& context) {
          if (context.example_inputs.empty())
-           throw Error("pass 'shape_prop' runs the module and needs example inputs (PassManager::example_inputs)");
+           throw Error(
+               "pass 'shape_prop' runs the module and needs example inputs (PassManager::example_inputs)");
          std::vector<Value> inputs(context.example_inputs.begin(), context.example_inputs.end());
          ShapeProp(gm).propagate(std::move(inputs));
          return false;  // meta only: the graph is unchanged

@@ -5,11 +5,11 @@
 #include "internal.h"
 
 #include <algorithm>
-#include <utility>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 namespace fx::runtime {
 
@@ -62,7 +62,8 @@ bool is_int_list_type(const c10::TypePtr& t) {
 
 // Converts `v` to the schema type `t` (with fixed list size N), the way
 // Python's argument parser accepts it. nullopt when it does not fit.
-std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, const c10::IValue& v, bool wrap) {
+std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, const c10::IValue& v,
+                               bool wrap) {
   switch (t->kind()) {
     case c10::TypeKind::AnyType:
       return v;
@@ -111,7 +112,8 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
         case c10::TypeKind::IntType:
         case c10::TypeKind::SymIntType: {
           if (v.isIntList()) return v;
-          if (v.isInt() && N) return c10::List<int64_t>(std::vector<int64_t>(static_cast<size_t>(*N), v.toInt()));
+          if (v.isInt() && N)
+            return c10::List<int64_t>(std::vector<int64_t>(static_cast<size_t>(*N), v.toInt()));
           if (!seq) return std::nullopt;
           c10::List<int64_t> l;
           for (const auto& e : sequence_items(v)) {
@@ -153,7 +155,8 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
           return l;
         }
         case c10::TypeKind::OptionalType: {
-          if (elem->castRaw<c10::OptionalType>()->getElementType()->kind() != c10::TypeKind::TensorType) break;
+          if (elem->castRaw<c10::OptionalType>()->getElementType()->kind() != c10::TypeKind::TensorType)
+            break;
           if (!seq) return std::nullopt;
           c10::List<c10::optional<at::Tensor>> l;
           for (const auto& e : sequence_items(v)) {
@@ -261,8 +264,10 @@ using S = const at::Scalar&;
 
 // The typed call of `op` for parameters of the kinds in `kinds` ('T', 'S');
 // nullptr for a combination not instantiated here.
-std::shared_ptr<const SpecializedCall> make_typed_call(const std::string& display, const c10::OperatorHandle& op,
-                                                       const std::string& kinds, std::vector<FixedParam> params) {
+std::shared_ptr<const SpecializedCall> make_typed_call(const std::string& display,
+                                                       const c10::OperatorHandle& op,
+                                                       const std::string& kinds,
+                                                       std::vector<FixedParam> params) {
   if (kinds == "T") return std::make_shared<TypedCall<T>>(display, op, std::move(params));
   if (kinds == "TT") return std::make_shared<TypedCall<T, T>>(display, op, std::move(params));
   if (kinds == "TS") return std::make_shared<TypedCall<T, S>>(display, op, std::move(params));
@@ -344,7 +349,8 @@ class AtenCallable final : public Callable {
     try {
       op.callBoxed(stack);
     } catch (const c10::Error& e) {
-      throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) + "): " + e.what_without_backtrace());
+      throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) +
+                  "): " + e.what_without_backtrace());
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {  // some kernels throw std::runtime_error
@@ -385,7 +391,8 @@ class AtenCallable final : public Callable {
     const auto& schema = chosen->schema();
     const auto& params = schema.arguments();
     if (schema.returns().size() != 1 || schema.returns()[0].type()->kind() != c10::TypeKind::TensorType ||
-        schema.is_vararg() || schema.is_varret() || stack.size() != params.size() || site.size() > params.size())
+        schema.is_vararg() || schema.is_varret() || stack.size() != params.size() ||
+        site.size() > params.size())
       return nullptr;
     std::string kinds;
     std::vector<FixedParam> fixed(params.size());
@@ -426,8 +433,8 @@ class AtenCallable final : public Callable {
   }
 
  private:
-  bool bind_schema(const c10::FunctionSchema& s, const std::vector<c10::IValue>& args, const IValueKwargs& kwargs,
-                   bool wrap, torch::jit::Stack* out) const {
+  bool bind_schema(const c10::FunctionSchema& s, const std::vector<c10::IValue>& args,
+                   const IValueKwargs& kwargs, bool wrap, torch::jit::Stack* out) const {
     const auto& params = s.arguments();
     size_t npos = 0;
     while (npos < params.size() && !params[npos].kwarg_only()) ++npos;
@@ -437,7 +444,8 @@ class AtenCallable final : public Callable {
     const size_t self_off = method_ ? 1 : 0;
     const std::vector<c10::IValue>* pos = &args;
     std::vector<c10::IValue> packed;
-    if (varargs_ && npos == self_off + 1 && args.size() > self_off && is_int_list_type(params[self_off].type()) &&
+    if (varargs_ && npos == self_off + 1 && args.size() > self_off &&
+        is_int_list_type(params[self_off].type()) &&
         std::all_of(args.begin() + static_cast<std::ptrdiff_t>(self_off), args.end(), is_int_like)) {
       c10::List<int64_t> l;
       for (size_t i = self_off; i < args.size(); ++i) l.push_back(args[i].toInt());

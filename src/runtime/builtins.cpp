@@ -57,15 +57,19 @@ c10::IValue getattr(const c10::IValue& obj, const std::string& name, const c10::
     }
   } else if (obj.isDevice()) {
     found = true;
-    if (name == "type") r = std::string(c10::DeviceTypeName(obj.toDevice().type(), /*lower_case=*/true));
-    else if (name == "index") r = obj.toDevice().has_index() ? c10::IValue(int64_t{obj.toDevice().index()}) : c10::IValue();
-    else found = false;
+    if (name == "type")
+      r = std::string(c10::DeviceTypeName(obj.toDevice().type(), /*lower_case=*/true));
+    else if (name == "index")
+      r = obj.toDevice().has_index() ? c10::IValue(int64_t{obj.toDevice().index()}) : c10::IValue();
+    else
+      found = false;
   }
   if (found) return r;
   if (dflt) return *dflt;
-  throw Error("builtins.getattr: AttributeError: '" + python_type_name(obj) + "' object has no attribute '" + name +
-              "' (the runtime knows Tensor attributes shape, dtype, device, layout, ndim, T, mT, H, mH, is_cuda, "
-              "requires_grad, data, grad, real, imag, ... and named-tuple fields)");
+  throw Error(
+      "builtins.getattr: AttributeError: '" + python_type_name(obj) + "' object has no attribute '" + name +
+      "' (the runtime knows Tensor attributes shape, dtype, device, layout, ndim, T, mT, H, mH, is_cuda, "
+      "requires_grad, data, grad, real, imag, ... and named-tuple fields)");
 }
 
 int64_t py_len(const c10::IValue& v) {
@@ -105,7 +109,8 @@ void nargs(const std::string& fn, const std::vector<c10::IValue>& args, const IV
            size_t hi) {
   if (!kwargs.empty()) throw Error(fn + " takes no keyword arguments");
   if (args.size() < lo || args.size() > hi)
-    throw Error(fn + " expected " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+    throw Error(fn + " expected " +
+                (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
                 " arguments, got " + std::to_string(args.size()));
 }
 
@@ -164,33 +169,36 @@ void register_builtins(Adapters& ad) {
   });
   for (const char* which : {"min", "max"}) {
     const bool is_max = std::string(which) == "max";
-    ad.function(std::string("builtins.") + which,
-                [is_max, which](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-                  std::string fn = std::string("builtins.") + which;
-                  if (!kwargs.empty()) throw Error(fn + ": keyword arguments are not supported");
-                  std::vector<c10::IValue> items = args.size() == 1 ? sequence_items(args[0]) : args;
-                  if (items.empty()) throw Error(fn + ": ValueError: arg is an empty sequence");
-                  auto less = resolve_function("operator.lt");
-                  c10::IValue best = items[0];
-                  for (size_t i = 1; i < items.size(); ++i) {
-                    c10::IValue r = is_max ? less->call({best, items[i]}, {}) : less->call({items[i], best}, {});
-                    if (truth(fn, r)) best = items[i];
-                  }
-                  return best;
-                });
+    ad.function(
+        std::string("builtins.") + which,
+        [is_max, which](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+          std::string fn = std::string("builtins.") + which;
+          if (!kwargs.empty()) throw Error(fn + ": keyword arguments are not supported");
+          std::vector<c10::IValue> items = args.size() == 1 ? sequence_items(args[0]) : args;
+          if (items.empty()) throw Error(fn + ": ValueError: arg is an empty sequence");
+          auto less = resolve_function("operator.lt");
+          c10::IValue best = items[0];
+          for (size_t i = 1; i < items.size(); ++i) {
+            c10::IValue r = is_max ? less->call({best, items[i]}, {}) : less->call({items[i], best}, {});
+            if (truth(fn, r)) best = items[i];
+          }
+          return best;
+        });
   }
 
   // math.*: on Python numbers (and one-element tensors, via __float__).
   auto math1 = [&ad](const char* name, double (*f)(double), bool domain_positive = false) {
     std::string fn = std::string("math.") + name;
-    ad.function(fn, [fn, f, domain_positive](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      nargs(fn, args, kwargs, 1, 1);
-      double x = to_double(fn, number_of(fn, args[0]));
-      if (domain_positive && x < 0) throw Error(fn + ": ValueError: math domain error");
-      return f(x);
-    });
+    ad.function(
+        fn, [fn, f, domain_positive](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+          nargs(fn, args, kwargs, 1, 1);
+          double x = to_double(fn, number_of(fn, args[0]));
+          if (domain_positive && x < 0) throw Error(fn + ": ValueError: math domain error");
+          return f(x);
+        });
   };
-  math1("sqrt", [](double x) { return std::sqrt(x); }, true);
+  math1(
+      "sqrt", [](double x) { return std::sqrt(x); }, true);
   math1("exp", [](double x) { return std::exp(x); });
   math1("sin", [](double x) { return std::sin(x); });
   math1("cos", [](double x) { return std::cos(x); });
@@ -208,8 +216,9 @@ void register_builtins(Adapters& ad) {
     if (b <= 0) throw Error("math.log: ValueError: math domain error");
     return std::log(x) / std::log(b);
   });
-  for (auto [name, f] : {std::pair<const char*, double (*)(double)>{"log2", [](double x) { return std::log2(x); }},
-                         {"log10", [](double x) { return std::log10(x); }}}) {
+  for (auto [name, f] :
+       {std::pair<const char*, double (*)(double)>{"log2", [](double x) { return std::log2(x); }},
+        {"log10", [](double x) { return std::log10(x); }}}) {
     std::string fn = std::string("math.") + name;
     auto g = f;
     ad.function(fn, [fn, g](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
@@ -220,9 +229,10 @@ void register_builtins(Adapters& ad) {
     });
   }
   // floor/ceil/trunc return ints.
-  for (auto [name, f] : {std::pair<const char*, double (*)(double)>{"floor", [](double x) { return std::floor(x); }},
-                         {"ceil", [](double x) { return std::ceil(x); }},
-                         {"trunc", [](double x) { return std::trunc(x); }}}) {
+  for (auto [name, f] :
+       {std::pair<const char*, double (*)(double)>{"floor", [](double x) { return std::floor(x); }},
+        {"ceil", [](double x) { return std::ceil(x); }},
+        {"trunc", [](double x) { return std::trunc(x); }}}) {
     std::string fn = std::string("math.") + name;
     auto g = f;
     ad.function(fn, [fn, g](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
@@ -237,12 +247,14 @@ void register_builtins(Adapters& ad) {
     double x = to_double("math.pow", number_of("math.pow", args[0]));
     double y = to_double("math.pow", number_of("math.pow", args[1]));
     if (x == 0.0 && y < 0) throw Error("math.pow: ValueError: math domain error");
-    if (x < 0 && std::isfinite(y) && y != std::floor(y)) throw Error("math.pow: ValueError: math domain error");
+    if (x < 0 && std::isfinite(y) && y != std::floor(y))
+      throw Error("math.pow: ValueError: math domain error");
     return std::pow(x, y);
   });
-  for (auto [name, f] : {std::pair<const char*, bool (*)(double)>{"isnan", [](double x) { return std::isnan(x); }},
-                         {"isinf", [](double x) { return std::isinf(x); }},
-                         {"isfinite", [](double x) { return std::isfinite(x); }}}) {
+  for (auto [name, f] :
+       {std::pair<const char*, bool (*)(double)>{"isnan", [](double x) { return std::isnan(x); }},
+        {"isinf", [](double x) { return std::isinf(x); }},
+        {"isfinite", [](double x) { return std::isfinite(x); }}}) {
     std::string fn = std::string("math.") + name;
     auto g = f;
     ad.function(fn, [fn, g](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {

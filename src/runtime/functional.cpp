@@ -23,7 +23,7 @@ struct Reg {
                   std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)> body) const {
     const std::string fn = std::string(kF) + name;
     ad.function(fn, [fn, params = std::move(params), body = std::move(body)](std::vector<c10::IValue>& args,
-                                                                            IValueKwargs& kwargs) {
+                                                                             IValueKwargs& kwargs) {
       auto a = bind(fn, params, args, kwargs);
       return body(fn, a);
     });
@@ -31,7 +31,8 @@ struct Reg {
 };
 
 // F.<name>(input, <scalars...>, inplace=False) -> aten::<op>(input, scalars) or aten::<op>_.
-void inplace_unary(const Reg& reg, const std::string& name, const std::string& aten, std::vector<Param> scalars) {
+void inplace_unary(const Reg& reg, const std::string& name, const std::string& aten,
+                   std::vector<Param> scalars) {
   std::vector<Param> params{req("input")};
   params.insert(params.end(), scalars.begin(), scalars.end());
   params.push_back(opt("inplace", false));
@@ -69,15 +70,17 @@ c10::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValu
 }
 
 // F.adaptive_*_pool: None in output_size keeps the input's size.
-std::vector<int64_t> adaptive_size(const std::string& fn, const at::Tensor& input, const c10::IValue& v, size_t n) {
+std::vector<int64_t> adaptive_size(const std::string& fn, const at::Tensor& input, const c10::IValue& v,
+                                   size_t n) {
   std::vector<int64_t> out;
   if (v.isInt()) return std::vector<int64_t>(n, v.toInt());
   auto items = sequence_items(v);
   if (!is_sequence(v)) type_error(fn, "output_size must be an int or a sequence, got " + python_type_name(v));
   if (items.size() != n) type_error(fn, "output_size must have " + std::to_string(n) + " elements");
   for (size_t i = 0; i < n; ++i)
-    out.push_back(items[i].isNone() ? input.size(input.dim() - static_cast<int64_t>(n) + static_cast<int64_t>(i))
-                                    : to_int(fn, items[i]));
+    out.push_back(items[i].isNone()
+                      ? input.size(input.dim() - static_cast<int64_t>(n) + static_cast<int64_t>(i))
+                      : to_int(fn, items[i]));
   return out;
 }
 
@@ -111,8 +114,9 @@ c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>
   // is_causal is a hint that attn_mask is the causal mask: the mask itself
   // is applied either way, so only its absence matters.
   if (to_bool(fn, a[24]) && !attn_mask)
-    throw Error(fn + ": RuntimeError: Need attn_mask if specifying the is_causal hint. You may use the "
-                     "Transformer module method `generate_square_subsequent_mask` to create this mask.");
+    throw Error(fn +
+                ": RuntimeError: Need attn_mask if specifying the is_causal hint. You may use the "
+                "Transformer module method `generate_square_subsequent_mask` to create this mask.");
 
   const bool batched = query.dim() == 3;
   if (!batched && query.dim() != 2)
@@ -260,9 +264,9 @@ void register_functional(Adapters& ad) {
     bool training_default;
   };
   static constexpr Drop kDrops[] = {
-      {"dropout", false, false, true},   {"dropout1d", true, false, true}, {"dropout2d", true, false, true},
-      {"dropout3d", true, false, true},  {"alpha_dropout", false, true, false},
-      {"feature_alpha_dropout", true, true, false},
+      {"dropout", false, false, true},       {"dropout1d", true, false, true},
+      {"dropout2d", true, false, true},      {"dropout3d", true, false, true},
+      {"alpha_dropout", false, true, false}, {"feature_alpha_dropout", true, true, false},
   };
   for (const Drop& d : kDrops) {
     const Drop* dp = &d;
@@ -271,14 +275,17 @@ void register_functional(Adapters& ad) {
           at::Tensor x = to_tensor(fn, a[0]);
           const double p = to_double(fn, a[1]);
           if (p < 0.0 || p > 1.0)
-            throw Error(fn + ": ValueError: dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+            throw Error(fn + ": ValueError: dropout probability has to be between 0 and 1, but got " +
+                        std::to_string(p));
           const bool train = to_bool(fn, a[2]), inplace = to_bool(fn, a[3]);
           if (dp->alpha)
-            return c10::IValue(dp->feature ? (inplace ? at::feature_alpha_dropout_(x, p, train)
-                                                      : at::feature_alpha_dropout(x, p, train))
-                                           : (inplace ? at::alpha_dropout_(x, p, train) : at::alpha_dropout(x, p, train)));
+            return c10::IValue(
+                dp->feature ? (inplace ? at::feature_alpha_dropout_(x, p, train)
+                                       : at::feature_alpha_dropout(x, p, train))
+                            : (inplace ? at::alpha_dropout_(x, p, train) : at::alpha_dropout(x, p, train)));
           if (dp->feature)
-            return c10::IValue(inplace ? at::feature_dropout_(x, p, train) : at::feature_dropout(x, p, train));
+            return c10::IValue(inplace ? at::feature_dropout_(x, p, train)
+                                       : at::feature_dropout(x, p, train));
           return c10::IValue(inplace ? at::dropout_(x, p, train) : at::dropout(x, p, train));
         });
   }
@@ -286,7 +293,9 @@ void register_functional(Adapters& ad) {
   // ---- softmax family: (dim=None, _stacklevel=3, dtype=None) ---------------
   for (const char* name : {"softmax", "log_softmax", "softmin"}) {
     const std::string n = name;
-    reg(n, {req("input"), opt("dim", c10::IValue()), opt("_stacklevel", int64_t{3}), opt("dtype", c10::IValue())},
+    reg(n,
+        {req("input"), opt("dim", c10::IValue()), opt("_stacklevel", int64_t{3}),
+         opt("dtype", c10::IValue())},
         [n](const std::string& fn, std::vector<c10::IValue>& a) {
           at::Tensor x = to_tensor(fn, a[0]);
           const int64_t dim = softmax_dim(fn, a[1], x.dim());
@@ -299,8 +308,8 @@ void register_functional(Adapters& ad) {
 
   // ---- normalization: Python argument order differs from ATen's -------------
   reg("batch_norm",
-      {req("input"), req("running_mean"), req("running_var"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
-       opt("training", false), opt("momentum", 0.1), opt("eps", 1e-5)},
+      {req("input"), req("running_mean"), req("running_var"), opt("weight", c10::IValue()),
+       opt("bias", c10::IValue()), opt("training", false), opt("momentum", 0.1), opt("eps", 1e-5)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
         at::Tensor x = to_tensor(fn, a[0]);
         const bool training = to_bool(fn, a[5]);
@@ -310,34 +319,39 @@ void register_functional(Adapters& ad) {
           if (size_prods == 1)
             throw Error(fn + ": ValueError: Expected more than 1 value per channel when training");
         }
-        return c10::IValue(at::batch_norm(x, to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]),
-                                          to_opt_tensor(fn, a[2]), training, to_double(fn, a[6]), to_double(fn, a[7]),
+        return c10::IValue(at::batch_norm(x, to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]),
+                                          to_opt_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), training,
+                                          to_double(fn, a[6]), to_double(fn, a[7]),
                                           at::globalContext().userEnabledCuDNN()));
       });
   reg("instance_norm",
-      {req("input"), opt("running_mean", c10::IValue()), opt("running_var", c10::IValue()), opt("weight", c10::IValue()),
-       opt("bias", c10::IValue()), opt("use_input_stats", true), opt("momentum", 0.1), opt("eps", 1e-5)},
+      {req("input"), opt("running_mean", c10::IValue()), opt("running_var", c10::IValue()),
+       opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("use_input_stats", true),
+       opt("momentum", 0.1), opt("eps", 1e-5)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::instance_norm(to_tensor(fn, a[0]), to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]),
-                                             to_opt_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), to_bool(fn, a[5]),
-                                             to_double(fn, a[6]), to_double(fn, a[7]),
-                                             at::globalContext().userEnabledCuDNN()));
+        return c10::IValue(at::instance_norm(to_tensor(fn, a[0]), to_opt_tensor(fn, a[3]),
+                                             to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]),
+                                             to_opt_tensor(fn, a[2]), to_bool(fn, a[5]), to_double(fn, a[6]),
+                                             to_double(fn, a[7]), at::globalContext().userEnabledCuDNN()));
       });
   reg("layer_norm",
-      {req("input"), req("normalized_shape"), opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("eps", 1e-5)},
+      {req("input"), req("normalized_shape"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
+       opt("eps", 1e-5)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::layer_norm(to_tensor(fn, a[0]), to_int_list(fn, a[1], 1), to_opt_tensor(fn, a[2]),
-                                          to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
-                                          at::globalContext().userEnabledCuDNN()));
+        return c10::IValue(at::layer_norm(to_tensor(fn, a[0]), to_int_list(fn, a[1], 1),
+                                          to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[3]),
+                                          to_double(fn, a[4]), at::globalContext().userEnabledCuDNN()));
       });
   reg("group_norm",
-      {req("input"), req("num_groups"), opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("eps", 1e-5)},
+      {req("input"), req("num_groups"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
+       opt("eps", 1e-5)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
         return c10::IValue(at::group_norm(to_tensor(fn, a[0]), to_int(fn, a[1]), to_opt_tensor(fn, a[2]),
                                           to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
                                           at::globalContext().userEnabledCuDNN()));
       });
-  reg("normalize", {req("input"), opt("p", 2.0), opt("dim", int64_t{1}), opt("eps", 1e-12), opt("out", c10::IValue())},
+  reg("normalize",
+      {req("input"), opt("p", 2.0), opt("dim", int64_t{1}), opt("eps", 1e-12), opt("out", c10::IValue())},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
         at::Tensor x = to_tensor(fn, a[0]);
         at::Tensor denom =
@@ -361,9 +375,14 @@ void register_functional(Adapters& ad) {
           auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
           auto p = to_int_list(fn, a[3], n), d = to_int_list(fn, a[4], n);
           const bool ceil = to_bool(fn, a[5]), idx = to_bool(fn, a[6]);
-          if (n == 1) return idx ? pair(at::max_pool1d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool1d(x, k, s, p, d, ceil));
-          if (n == 2) return idx ? pair(at::max_pool2d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool2d(x, k, s, p, d, ceil));
-          return idx ? pair(at::max_pool3d_with_indices(x, k, s, p, d, ceil)) : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
+          if (n == 1)
+            return idx ? pair(at::max_pool1d_with_indices(x, k, s, p, d, ceil))
+                       : c10::IValue(at::max_pool1d(x, k, s, p, d, ceil));
+          if (n == 2)
+            return idx ? pair(at::max_pool2d_with_indices(x, k, s, p, d, ceil))
+                       : c10::IValue(at::max_pool2d(x, k, s, p, d, ceil));
+          return idx ? pair(at::max_pool3d_with_indices(x, k, s, p, d, ceil))
+                     : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
         });
   }
   reg("avg_pool1d",
@@ -371,7 +390,8 @@ void register_functional(Adapters& ad) {
        opt("ceil_mode", false), opt("count_include_pad", true)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
         auto k = to_int_list(fn, a[1], 1);
-        return c10::IValue(at::avg_pool1d(to_tensor(fn, a[0]), k, a[2].isNone() ? k : to_int_list(fn, a[2], 1),
+        return c10::IValue(at::avg_pool1d(to_tensor(fn, a[0]), k,
+                                          a[2].isNone() ? k : to_int_list(fn, a[2], 1),
                                           to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
       });
   for (int nd = 2; nd <= 3; ++nd) {
@@ -384,8 +404,10 @@ void register_functional(Adapters& ad) {
           auto k = to_int_list(fn, a[1], n);
           auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
           auto p = to_int_list(fn, a[3], n);
-          c10::optional<int64_t> div = a[6].isNone() ? c10::nullopt : c10::optional<int64_t>(to_int(fn, a[6]));
-          if (n == 2) return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
+          c10::optional<int64_t> div =
+              a[6].isNone() ? c10::nullopt : c10::optional<int64_t>(to_int(fn, a[6]));
+          if (n == 2)
+            return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
           return c10::IValue(at::avg_pool3d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
         });
   }
@@ -399,11 +421,14 @@ void register_functional(Adapters& ad) {
           if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
           return c10::IValue(at::adaptive_avg_pool3d(x, o));
         });
-    reg("adaptive_max_pool" + std::to_string(nd) + "d", {req("input"), req("output_size"), opt("return_indices", false)},
+    reg("adaptive_max_pool" + std::to_string(nd) + "d",
+        {req("input"), req("output_size"), opt("return_indices", false)},
         [n](const std::string& fn, std::vector<c10::IValue>& a) {
           at::Tensor x = to_tensor(fn, a[0]);
           auto o = adaptive_size(fn, x, a[1], n);
-          auto r = n == 1 ? at::adaptive_max_pool1d(x, o) : n == 2 ? at::adaptive_max_pool2d(x, o) : at::adaptive_max_pool3d(x, o);
+          auto r = n == 1   ? at::adaptive_max_pool1d(x, o)
+                   : n == 2 ? at::adaptive_max_pool2d(x, o)
+                            : at::adaptive_max_pool3d(x, o);
           return to_bool(fn, a[2]) ? pair(r) : c10::IValue(std::get<0>(r));
         });
   }
@@ -412,14 +437,17 @@ void register_functional(Adapters& ad) {
   for (const char* name : {"interpolate", "upsample"}) {
     reg(name,
         {req("input"), opt("size", c10::IValue()), opt("scale_factor", c10::IValue()), opt("mode", "nearest"),
-         opt("align_corners", c10::IValue()), opt("recompute_scale_factor", c10::IValue()), opt("antialias", false)},
+         opt("align_corners", c10::IValue()), opt("recompute_scale_factor", c10::IValue()),
+         opt("antialias", false)},
         [](const std::string& fn, std::vector<c10::IValue>& a) {
           at::Tensor x = to_tensor(fn, a[0]);
           const int64_t dim = x.dim() - 2;
-          if (dim < 1 || dim > 3) throw Error(fn + ": expected a 3-D, 4-D or 5-D input, got " + std::to_string(x.dim()) + "-D");
+          if (dim < 1 || dim > 3)
+            throw Error(fn + ": expected a 3-D, 4-D or 5-D input, got " + std::to_string(x.dim()) + "-D");
           const size_t n = static_cast<size_t>(dim);
           const std::string mode = to_str(fn, a[3]);
-          if (!a[1].isNone() && !a[2].isNone()) throw Error(fn + ": ValueError: only one of size or scale_factor should be defined");
+          if (!a[1].isNone() && !a[2].isNone())
+            throw Error(fn + ": ValueError: only one of size or scale_factor should be defined");
           std::optional<std::vector<int64_t>> size;
           std::optional<std::vector<double>> scales;
           if (!a[1].isNone()) {
@@ -429,26 +457,32 @@ void register_functional(Adapters& ad) {
             if (is_sequence(a[2])) {
               scales.emplace();
               for (const auto& e : sequence_items(a[2])) scales->push_back(to_double(fn, e));
-              if (scales->size() != n) throw Error(fn + ": ValueError: scale_factor shape must match input shape");
+              if (scales->size() != n)
+                throw Error(fn + ": ValueError: scale_factor shape must match input shape");
             } else {
               scales = std::vector<double>(n, to_double(fn, a[2]));
             }
           } else {
             throw Error(fn + ": ValueError: either size or scale_factor should be defined");
           }
-          const bool linear = mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
+          const bool linear =
+              mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
           if (!linear && !a[4].isNone())
-            throw Error(fn + ": ValueError: align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear");
+            throw Error(fn +
+                        ": ValueError: align_corners option can only be set with the interpolating modes: "
+                        "linear | bilinear | bicubic | trilinear");
           const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
           const bool recompute = !a[5].isNone() && to_bool(fn, a[5]);
           if ((recompute || mode == "area") && scales) {
             size.emplace();
             for (size_t i = 0; i < n; ++i)
-              size->push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.size(static_cast<int64_t>(i) + 2)) * (*scales)[i])));
+              size->push_back(static_cast<int64_t>(
+                  std::floor(static_cast<double>(x.size(static_cast<int64_t>(i) + 2)) * (*scales)[i])));
             if (recompute) scales.reset();
           }
           at::OptionalIntArrayRef os = size ? at::OptionalIntArrayRef(*size) : at::OptionalIntArrayRef();
-          c10::optional<at::ArrayRef<double>> sf = scales ? c10::optional<at::ArrayRef<double>>(*scales) : c10::nullopt;
+          c10::optional<at::ArrayRef<double>> sf =
+              scales ? c10::optional<at::ArrayRef<double>>(*scales) : c10::nullopt;
           if (mode == "nearest") {
             if (n == 1) return c10::IValue(at::upsample_nearest1d(x, os, sf));
             if (n == 2) return c10::IValue(at::upsample_nearest2d(x, os, sf));
@@ -467,12 +501,14 @@ void register_functional(Adapters& ad) {
           const bool aa = to_bool(fn, a[6]);
           if (mode == "linear" && n == 1) return c10::IValue(at::upsample_linear1d(x, os, align, sf));
           if (mode == "bilinear" && n == 2)
-            return c10::IValue(aa ? at::_upsample_bilinear2d_aa(x, os, align, sf) : at::upsample_bilinear2d(x, os, align, sf));
+            return c10::IValue(aa ? at::_upsample_bilinear2d_aa(x, os, align, sf)
+                                  : at::upsample_bilinear2d(x, os, align, sf));
           if (mode == "bicubic" && n == 2)
-            return c10::IValue(aa ? at::_upsample_bicubic2d_aa(x, os, align, sf) : at::upsample_bicubic2d(x, os, align, sf));
+            return c10::IValue(aa ? at::_upsample_bicubic2d_aa(x, os, align, sf)
+                                  : at::upsample_bicubic2d(x, os, align, sf));
           if (mode == "trilinear" && n == 3) return c10::IValue(at::upsample_trilinear3d(x, os, align, sf));
-          throw Error(fn + ": NotImplementedError: input of " + std::to_string(x.dim()) + "-D with mode '" + mode +
-                      "' is not supported");
+          throw Error(fn + ": NotImplementedError: input of " + std::to_string(x.dim()) + "-D with mode '" +
+                      mode + "' is not supported");
         });
   }
 
@@ -502,9 +538,9 @@ void register_functional(Adapters& ad) {
        opt("ignore_index", int64_t{-100}), opt("reduce", c10::IValue()), opt("reduction", "mean"),
        opt("label_smoothing", 0.0)},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::cross_entropy_loss(to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
-                                                  reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4]),
-                                                  to_double(fn, a[7])));
+        return c10::IValue(at::cross_entropy_loss(
+            to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
+            reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4]), to_double(fn, a[7])));
       });
   reg("nll_loss",
       {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
@@ -531,15 +567,16 @@ void register_functional(Adapters& ad) {
         auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
         const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
         const double beta = to_double(fn, a[5]);
-        return c10::IValue(beta == 0.0 ? at::l1_loss(b[0], b[1], r) : at::smooth_l1_loss(b[0], b[1], r, beta));
+        return c10::IValue(beta == 0.0 ? at::l1_loss(b[0], b[1], r)
+                                       : at::smooth_l1_loss(b[0], b[1], r, beta));
       });
   reg("binary_cross_entropy_with_logits",
       {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
        opt("reduce", c10::IValue()), opt("reduction", "mean"), opt("pos_weight", c10::IValue())},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::binary_cross_entropy_with_logits(to_tensor(fn, a[0]), to_tensor(fn, a[1]),
-                                                                to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
-                                                                reduction_enum(fn, a[3], a[4], a[5])));
+        return c10::IValue(at::binary_cross_entropy_with_logits(
+            to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
+            reduction_enum(fn, a[3], a[4], a[5])));
       });
 
   // ---- multi-head attention: a Python function in torch (1.13 and 2.14) -----

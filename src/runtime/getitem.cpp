@@ -7,7 +7,6 @@
 
 #include "internal.h"
 
-
 #include <limits>
 
 namespace fx::runtime {
@@ -36,9 +35,12 @@ at::Tensor index_tensor(const c10::IValue& v) {
   // a list of ints and tensors: an index tensor, as Python makes
   std::vector<at::Tensor> parts;
   for (const auto& e : v.toListRef()) {
-    if (e.isInt()) parts.push_back(at::scalar_tensor(e.toInt(), at::kLong));
-    else if (e.isTensor()) parts.push_back(e.toTensor());
-    else throw Error("operator.getitem: a list index must hold ints or tensors, got " + python_type_name(e));
+    if (e.isInt())
+      parts.push_back(at::scalar_tensor(e.toInt(), at::kLong));
+    else if (e.isTensor())
+      parts.push_back(e.toTensor());
+    else
+      throw Error("operator.getitem: a list index must hold ints or tensors, got " + python_type_name(e));
   }
   return at::stack(parts);
 }
@@ -58,19 +60,23 @@ at::Tensor index_tensor_with(const at::Tensor& self, const std::vector<c10::IVal
   bool seen_ellipsis = false;
   for (const auto& v : idx) {
     if (!is_index_kind(v))
-      throw Error("operator.getitem: only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                  "are valid indices, got " + python_type_name(v));
+      throw Error(
+          "operator.getitem: only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+          "are valid indices, got " +
+          python_type_name(v));
     if (is_ellipsis(v)) {
       if (seen_ellipsis) throw Error("operator.getitem: an index can only have a single ellipsis ('...')");
       seen_ellipsis = true;
-    } else if (v.isTensor() && (v.toTensor().scalar_type() == at::kBool || v.toTensor().scalar_type() == at::kByte)) {
+    } else if (v.isTensor() &&
+               (v.toTensor().scalar_type() == at::kBool || v.toTensor().scalar_type() == at::kByte)) {
       specified += v.toTensor().dim();
     } else if (!v.isNone() && !v.isBool()) {
       ++specified;
     }
   }
   if (specified > self.dim())
-    throw Error("operator.getitem: IndexError: too many indices for tensor of dimension " + std::to_string(self.dim()));
+    throw Error("operator.getitem: IndexError: too many indices for tensor of dimension " +
+                std::to_string(self.dim()));
   at::Tensor result = self;
   int64_t dim = 0;
   c10::List<c10::optional<at::Tensor>> advanced;
@@ -88,8 +94,9 @@ at::Tensor index_tensor_with(const at::Tensor& self, const std::vector<c10::IVal
     } else if (v.isInt()) {
       const int64_t size = result.size(dim), i = v.toInt();
       if (i < -size || i >= size)
-        throw Error("operator.getitem: IndexError: index " + std::to_string(i) + " is out of bounds for dimension " +
-                    std::to_string(dim) + " with size " + std::to_string(size));
+        throw Error("operator.getitem: IndexError: index " + std::to_string(i) +
+                    " is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                    std::to_string(size));
       result = result.select(dim, i);
     } else if (is_ellipsis(v)) {
       dim += self.dim() - specified;
@@ -144,14 +151,16 @@ std::vector<int64_t> slice_positions(const c10::IValue& s, int64_t len) {
 
 int64_t sequence_position(const c10::IValue& idx, int64_t len, const char* what) {
   int64_t i = 0;
-  if (idx.isInt() || idx.isBool()) i = to_int(kFn, idx);
+  if (idx.isInt() || idx.isBool())
+    i = to_int(kFn, idx);
   else if (idx.isTensor() && idx.toTensor().numel() == 1 && !idx.toTensor().is_floating_point())
     i = idx.toTensor().item().toLong();
   else
     throw Error(std::string("operator.getitem: ") + what + " indices must be integers or slices, not " +
                 python_type_name(idx));
   if (i < 0) i += len;
-  if (i < 0 || i >= len) throw Error(std::string("operator.getitem: IndexError: ") + what + " index out of range");
+  if (i < 0 || i >= len)
+    throw Error(std::string("operator.getitem: IndexError: ") + what + " index out of range");
   return i;
 }
 
@@ -207,8 +216,8 @@ c10::IValue getitem(const c10::IValue& obj, const c10::IValue& idx) {
 
 void register_getitem(Adapters& ad) {
   ad.function("operator.getitem", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-    if (!kwargs.empty() || args.size() != 2) throw Error("operator.getitem expected 2 arguments, got " +
-                                                         std::to_string(args.size()));
+    if (!kwargs.empty() || args.size() != 2)
+      throw Error("operator.getitem expected 2 arguments, got " + std::to_string(args.size()));
     return getitem(args[0], args[1]);
   });
 }

@@ -27,14 +27,14 @@ struct Adapters {
   void function(const std::string& name, Fn fn, Specializer specializer);
   void method(const std::string& name, Fn fn, std::string description = {});
 };
-void register_operator_functions(Adapters& a);    // operators.cpp
-void register_getitem(Adapters& a);               // getitem.cpp
-void register_functional(Adapters& a);            // functional.cpp
-void register_tensor_methods(Adapters& a);        // tensor_methods.cpp
-void register_builtins(Adapters& a);              // builtins.cpp
-void register_torch_functions(Adapters& a);       // torch_functions.cpp
-void register_torchvision_ops(Adapters& a);       // torchvision_ops.cpp
-void register_torchvision_swin(Adapters& a);      // torchvision_swin.cpp
+void register_operator_functions(Adapters& a);  // operators.cpp
+void register_getitem(Adapters& a);             // getitem.cpp
+void register_functional(Adapters& a);          // functional.cpp
+void register_tensor_methods(Adapters& a);      // tensor_methods.cpp
+void register_builtins(Adapters& a);            // builtins.cpp
+void register_torch_functions(Adapters& a);     // torch_functions.cpp
+void register_torchvision_ops(Adapters& a);     // torchvision_ops.cpp
+void register_torchvision_swin(Adapters& a);    // torchvision_swin.cpp
 
 // ---- ATen ------------------------------------------------------------------
 // All dispatcher overloads of `qualified` ("aten::add"); empty when none.

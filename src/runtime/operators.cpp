@@ -12,27 +12,59 @@ namespace fx::runtime {
 
 namespace {
 
-#define FX_ATEN(name)                                                                \
-  ([]() -> const ::fx::Callable& {                                                   \
-    static const auto c = ::fx::resolve_function("torch.ops.aten." name);          \
-    return *c;                                                                        \
+#define FX_ATEN(name)                                                     \
+  ([]() -> const ::fx::Callable& {                                        \
+    static const auto c = ::fx::resolve_function("torch.ops.aten." name); \
+    return *c;                                                            \
   }())
 
-enum class Op { add, sub, mul, truediv, floordiv, mod, pow, lshift, rshift, and_, or_, xor_, matmul, eq, ne, lt, le, gt, ge };
+enum class Op {
+  add,
+  sub,
+  mul,
+  truediv,
+  floordiv,
+  mod,
+  pow,
+  lshift,
+  rshift,
+  and_,
+  or_,
+  xor_,
+  matmul,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge
+};
 
 struct OpInfo {
   Op op;
-  const char* name;     // operator.<name>
-  const char* symbol;   // for messages
+  const char* name;    // operator.<name>
+  const char* symbol;  // for messages
 };
 
 constexpr OpInfo kOps[] = {
-    {Op::add, "add", "+"},         {Op::sub, "sub", "-"},         {Op::mul, "mul", "*"},
-    {Op::truediv, "truediv", "/"}, {Op::floordiv, "floordiv", "//"}, {Op::mod, "mod", "%"},
-    {Op::pow, "pow", "**"},        {Op::lshift, "lshift", "<<"},  {Op::rshift, "rshift", ">>"},
-    {Op::and_, "and_", "&"},       {Op::or_, "or_", "|"},         {Op::xor_, "xor", "^"},
-    {Op::matmul, "matmul", "@"},   {Op::eq, "eq", "=="},          {Op::ne, "ne", "!="},
-    {Op::lt, "lt", "<"},           {Op::le, "le", "<="},          {Op::gt, "gt", ">"},
+    {Op::add, "add", "+"},
+    {Op::sub, "sub", "-"},
+    {Op::mul, "mul", "*"},
+    {Op::truediv, "truediv", "/"},
+    {Op::floordiv, "floordiv", "//"},
+    {Op::mod, "mod", "%"},
+    {Op::pow, "pow", "**"},
+    {Op::lshift, "lshift", "<<"},
+    {Op::rshift, "rshift", ">>"},
+    {Op::and_, "and_", "&"},
+    {Op::or_, "or_", "|"},
+    {Op::xor_, "xor", "^"},
+    {Op::matmul, "matmul", "@"},
+    {Op::eq, "eq", "=="},
+    {Op::ne, "ne", "!="},
+    {Op::lt, "lt", "<"},
+    {Op::le, "le", "<="},
+    {Op::gt, "gt", ">"},
     {Op::ge, "ge", ">="},
 };
 
@@ -95,9 +127,12 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
   if (a.isDouble() || b.isDouble()) {
     const double x = to_double(o.name, a), y = to_double(o.name, b);
     switch (o.op) {
-      case Op::add: return x + y;
-      case Op::sub: return x - y;
-      case Op::mul: return x * y;
+      case Op::add:
+        return x + y;
+      case Op::sub:
+        return x - y;
+      case Op::mul:
+        return x * y;
       case Op::truediv:
         if (y == 0.0) zero_division(o, "float division by zero");
         return x / y;
@@ -107,14 +142,22 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
       case Op::mod:
         if (y == 0.0) zero_division(o, "float modulo");
         return float_mod(x, y);
-      case Op::pow: return float_pow(o, x, y);
-      case Op::eq: return x == y;
-      case Op::ne: return x != y;
-      case Op::lt: return x < y;
-      case Op::le: return x <= y;
-      case Op::gt: return x > y;
-      case Op::ge: return x >= y;
-      default: unsupported(o, a, b);
+      case Op::pow:
+        return float_pow(o, x, y);
+      case Op::eq:
+        return x == y;
+      case Op::ne:
+        return x != y;
+      case Op::lt:
+        return x < y;
+      case Op::le:
+        return x <= y;
+      case Op::gt:
+        return x > y;
+      case Op::ge:
+        return x >= y;
+      default:
+        unsupported(o, a, b);
     }
   }
   const int64_t x = as_int(a), y = as_int(b);
@@ -167,16 +210,26 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
     case Op::rshift:
       if (y < 0) throw Error("operator.rshift: ValueError: negative shift count");
       return y >= 64 ? (x < 0 ? int64_t{-1} : int64_t{0}) : (x >> y);
-    case Op::and_: return x & y;
-    case Op::or_: return x | y;
-    case Op::xor_: return x ^ y;
-    case Op::eq: return x == y;
-    case Op::ne: return x != y;
-    case Op::lt: return x < y;
-    case Op::le: return x <= y;
-    case Op::gt: return x > y;
-    case Op::ge: return x >= y;
-    case Op::matmul: unsupported(o, a, b);
+    case Op::and_:
+      return x & y;
+    case Op::or_:
+      return x | y;
+    case Op::xor_:
+      return x ^ y;
+    case Op::eq:
+      return x == y;
+    case Op::ne:
+      return x != y;
+    case Op::lt:
+      return x < y;
+    case Op::le:
+      return x <= y;
+    case Op::gt:
+      return x > y;
+    case Op::ge:
+      return x >= y;
+    case Op::matmul:
+      unsupported(o, a, b);
   }
   unsupported(o, a, b);
 }
@@ -185,52 +238,89 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
 c10::IValue tensor_binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
   if (a.isTensor()) {
     switch (o.op) {
-      case Op::add: return FX_ATEN("add").call({a, b}, {});
-      case Op::sub: return FX_ATEN("sub").call({a, b}, {});
-      case Op::mul: return FX_ATEN("mul").call({a, b}, {});
-      case Op::truediv: return FX_ATEN("div").call({a, b}, {});
-      case Op::floordiv: return FX_ATEN("floor_divide").call({a, b}, {});
-      case Op::mod: return FX_ATEN("remainder").call({a, b}, {});
-      case Op::pow: return FX_ATEN("pow").call({a, b}, {});
-      case Op::lshift: return FX_ATEN("__lshift__").call({a, b}, {});
-      case Op::rshift: return FX_ATEN("__rshift__").call({a, b}, {});
-      case Op::and_: return FX_ATEN("__and__").call({a, b}, {});
-      case Op::or_: return FX_ATEN("__or__").call({a, b}, {});
-      case Op::xor_: return FX_ATEN("__xor__").call({a, b}, {});
-      case Op::matmul: return FX_ATEN("matmul").call({a, b}, {});
-      case Op::eq: return FX_ATEN("eq").call({a, b}, {});
-      case Op::ne: return FX_ATEN("ne").call({a, b}, {});
-      case Op::lt: return FX_ATEN("lt").call({a, b}, {});
-      case Op::le: return FX_ATEN("le").call({a, b}, {});
-      case Op::gt: return FX_ATEN("gt").call({a, b}, {});
-      case Op::ge: return FX_ATEN("ge").call({a, b}, {});
+      case Op::add:
+        return FX_ATEN("add").call({a, b}, {});
+      case Op::sub:
+        return FX_ATEN("sub").call({a, b}, {});
+      case Op::mul:
+        return FX_ATEN("mul").call({a, b}, {});
+      case Op::truediv:
+        return FX_ATEN("div").call({a, b}, {});
+      case Op::floordiv:
+        return FX_ATEN("floor_divide").call({a, b}, {});
+      case Op::mod:
+        return FX_ATEN("remainder").call({a, b}, {});
+      case Op::pow:
+        return FX_ATEN("pow").call({a, b}, {});
+      case Op::lshift:
+        return FX_ATEN("__lshift__").call({a, b}, {});
+      case Op::rshift:
+        return FX_ATEN("__rshift__").call({a, b}, {});
+      case Op::and_:
+        return FX_ATEN("__and__").call({a, b}, {});
+      case Op::or_:
+        return FX_ATEN("__or__").call({a, b}, {});
+      case Op::xor_:
+        return FX_ATEN("__xor__").call({a, b}, {});
+      case Op::matmul:
+        return FX_ATEN("matmul").call({a, b}, {});
+      case Op::eq:
+        return FX_ATEN("eq").call({a, b}, {});
+      case Op::ne:
+        return FX_ATEN("ne").call({a, b}, {});
+      case Op::lt:
+        return FX_ATEN("lt").call({a, b}, {});
+      case Op::le:
+        return FX_ATEN("le").call({a, b}, {});
+      case Op::gt:
+        return FX_ATEN("gt").call({a, b}, {});
+      case Op::ge:
+        return FX_ATEN("ge").call({a, b}, {});
     }
   }
   // Reflected: b is the tensor, a a number (Tensor.__radd__, __rsub__, ...).
   if (!is_number(a)) unsupported(o, a, b);
   switch (o.op) {
-    case Op::add: return FX_ATEN("add").call({b, a}, {});
-    case Op::mul: return FX_ATEN("mul").call({b, a}, {});
-    case Op::sub: return FX_ATEN("rsub").call({b, a}, {});
+    case Op::add:
+      return FX_ATEN("add").call({b, a}, {});
+    case Op::mul:
+      return FX_ATEN("mul").call({b, a}, {});
+    case Op::sub:
+      return FX_ATEN("rsub").call({b, a}, {});
     case Op::truediv: {  // Tensor.__rdiv__: self.reciprocal() * other
       c10::IValue r = FX_ATEN("reciprocal").call({b}, {});
       return FX_ATEN("mul").call({r, a}, {});
     }
-    case Op::floordiv: return FX_ATEN("floor_divide").call({wrapped_scalar(a), b}, {});
-    case Op::mod: return FX_ATEN("remainder").call({a, b}, {});
-    case Op::pow: return FX_ATEN("pow").call({a, b}, {});
-    case Op::lshift: return FX_ATEN("bitwise_left_shift").call({a, b}, {});
-    case Op::rshift: return FX_ATEN("bitwise_right_shift").call({a, b}, {});
-    case Op::and_: return FX_ATEN("__and__").call({b, a}, {});
-    case Op::or_: return FX_ATEN("__or__").call({b, a}, {});
-    case Op::xor_: return FX_ATEN("__xor__").call({b, a}, {});
-    case Op::eq: return FX_ATEN("eq").call({b, a}, {});
-    case Op::ne: return FX_ATEN("ne").call({b, a}, {});
-    case Op::lt: return FX_ATEN("gt").call({b, a}, {});
-    case Op::le: return FX_ATEN("ge").call({b, a}, {});
-    case Op::gt: return FX_ATEN("lt").call({b, a}, {});
-    case Op::ge: return FX_ATEN("le").call({b, a}, {});
-    case Op::matmul: break;
+    case Op::floordiv:
+      return FX_ATEN("floor_divide").call({wrapped_scalar(a), b}, {});
+    case Op::mod:
+      return FX_ATEN("remainder").call({a, b}, {});
+    case Op::pow:
+      return FX_ATEN("pow").call({a, b}, {});
+    case Op::lshift:
+      return FX_ATEN("bitwise_left_shift").call({a, b}, {});
+    case Op::rshift:
+      return FX_ATEN("bitwise_right_shift").call({a, b}, {});
+    case Op::and_:
+      return FX_ATEN("__and__").call({b, a}, {});
+    case Op::or_:
+      return FX_ATEN("__or__").call({b, a}, {});
+    case Op::xor_:
+      return FX_ATEN("__xor__").call({b, a}, {});
+    case Op::eq:
+      return FX_ATEN("eq").call({b, a}, {});
+    case Op::ne:
+      return FX_ATEN("ne").call({b, a}, {});
+    case Op::lt:
+      return FX_ATEN("gt").call({b, a}, {});
+    case Op::le:
+      return FX_ATEN("ge").call({b, a}, {});
+    case Op::gt:
+      return FX_ATEN("lt").call({b, a}, {});
+    case Op::ge:
+      return FX_ATEN("le").call({b, a}, {});
+    case Op::matmul:
+      break;
   }
   unsupported(o, a, b);
 }
@@ -238,25 +328,44 @@ c10::IValue tensor_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
 // The ATen op tensor_binop calls when the left operand is a tensor.
 const char* tensor_aten_name(Op op) {
   switch (op) {
-    case Op::add: return "add";
-    case Op::sub: return "sub";
-    case Op::mul: return "mul";
-    case Op::truediv: return "div";
-    case Op::floordiv: return "floor_divide";
-    case Op::mod: return "remainder";
-    case Op::pow: return "pow";
-    case Op::lshift: return "__lshift__";
-    case Op::rshift: return "__rshift__";
-    case Op::and_: return "__and__";
-    case Op::or_: return "__or__";
-    case Op::xor_: return "__xor__";
-    case Op::matmul: return "matmul";
-    case Op::eq: return "eq";
-    case Op::ne: return "ne";
-    case Op::lt: return "lt";
-    case Op::le: return "le";
-    case Op::gt: return "gt";
-    case Op::ge: return "ge";
+    case Op::add:
+      return "add";
+    case Op::sub:
+      return "sub";
+    case Op::mul:
+      return "mul";
+    case Op::truediv:
+      return "div";
+    case Op::floordiv:
+      return "floor_divide";
+    case Op::mod:
+      return "remainder";
+    case Op::pow:
+      return "pow";
+    case Op::lshift:
+      return "__lshift__";
+    case Op::rshift:
+      return "__rshift__";
+    case Op::and_:
+      return "__and__";
+    case Op::or_:
+      return "__or__";
+    case Op::xor_:
+      return "__xor__";
+    case Op::matmul:
+      return "matmul";
+    case Op::eq:
+      return "eq";
+    case Op::ne:
+      return "ne";
+    case Op::lt:
+      return "lt";
+    case Op::le:
+      return "le";
+    case Op::gt:
+      return "gt";
+    case Op::ge:
+      return "ge";
   }
   return nullptr;
 }
@@ -324,11 +433,16 @@ c10::IValue binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
   if (is_comparison(o.op) && a.isString() && b.isString()) {
     int c = a.toStringRef().compare(b.toStringRef());
     switch (o.op) {
-      case Op::lt: return c < 0;
-      case Op::le: return c <= 0;
-      case Op::gt: return c > 0;
-      case Op::ge: return c >= 0;
-      default: break;
+      case Op::lt:
+        return c < 0;
+      case Op::le:
+        return c <= 0;
+      case Op::gt:
+        return c > 0;
+      case Op::ge:
+        return c >= 0;
+      default:
+        break;
     }
   }
   unsupported(o, a, b);
@@ -365,31 +479,38 @@ void register_operator_functions(Adapters& ad) {
     Op op;
   };
   static constexpr Inplace kInplace[] = {
-      {"iadd", "add_", Op::add},         {"isub", "sub_", Op::sub},
-      {"imul", "mul_", Op::mul},         {"itruediv", "div_", Op::truediv},
-      {"ifloordiv", "floor_divide_", Op::floordiv}, {"imod", "remainder_", Op::mod},
-      {"ipow", "pow_", Op::pow},         {"iand", "__iand__", Op::and_},
-      {"ior", "__ior__", Op::or_},       {"ixor", "__ixor__", Op::xor_},
-      {"ilshift", "__ilshift__", Op::lshift}, {"irshift", "__irshift__", Op::rshift},
+      {"iadd", "add_", Op::add},
+      {"isub", "sub_", Op::sub},
+      {"imul", "mul_", Op::mul},
+      {"itruediv", "div_", Op::truediv},
+      {"ifloordiv", "floor_divide_", Op::floordiv},
+      {"imod", "remainder_", Op::mod},
+      {"ipow", "pow_", Op::pow},
+      {"iand", "__iand__", Op::and_},
+      {"ior", "__ior__", Op::or_},
+      {"ixor", "__ixor__", Op::xor_},
+      {"ilshift", "__ilshift__", Op::lshift},
+      {"irshift", "__irshift__", Op::rshift},
   };
   for (const Inplace& ip : kInplace) {
     const Inplace* p = &ip;
     const OpInfo* info = nullptr;
     for (const OpInfo& o : kOps)
       if (o.op == ip.op) info = &o;
-    ad.function(std::string("operator.") + ip.name, [p, info](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
-      two_args(p->name, args, kwargs);
-      if (args[0].isTensor()) {
-        call_aten(p->aten, {args[0], args[1]});
-        return args[0];
-      }
-      if (args[0].isList() && p->op == Op::add) {  // list += iterable extends in place
-        c10::List<c10::IValue> l = args[0].toList();
-        for (auto& v : sequence_items(args[1])) l.push_back(v);
-        return args[0];
-      }
-      return binop(*info, args[0], args[1]);
-    });
+    ad.function(std::string("operator.") + ip.name,
+                [p, info](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
+                  two_args(p->name, args, kwargs);
+                  if (args[0].isTensor()) {
+                    call_aten(p->aten, {args[0], args[1]});
+                    return args[0];
+                  }
+                  if (args[0].isList() && p->op == Op::add) {  // list += iterable extends in place
+                    c10::List<c10::IValue> l = args[0].toList();
+                    for (auto& v : sequence_items(args[1])) l.push_back(v);
+                    return args[0];
+                  }
+                  return binop(*info, args[0], args[1]);
+                });
   }
 
   auto unary = [&ad](const char* name, std::function<c10::IValue(const c10::IValue&)> fn) {
@@ -439,7 +560,8 @@ void register_operator_functions(Adapters& ad) {
   unary("truth", [](const c10::IValue& a) -> c10::IValue { return truth("operator.truth", a); });
   unary("index", [](const c10::IValue& a) -> c10::IValue {
     if (a.isInt() || a.isBool()) return as_int(a);
-    if (a.isTensor() && a.toTensor().numel() == 1 && !a.toTensor().is_floating_point()) return a.toTensor().item().toLong();
+    if (a.isTensor() && a.toTensor().numel() == 1 && !a.toTensor().is_floating_point())
+      return a.toTensor().item().toLong();
     throw Error("operator.index: '" + python_type_name(a) + "' object cannot be interpreted as an integer");
   });
 
@@ -449,8 +571,9 @@ void register_operator_functions(Adapters& ad) {
     const c10::IValue& b = args[1];
     if (a.isTensor()) {  // Tensor.__contains__: (element == self).any().item()
       if (!b.isTensor() && !is_number(b))
-        throw Error("operator.contains: Tensor.__contains__ only supports Tensor or scalar, but you passed in a " +
-                    python_type_name(b));
+        throw Error(
+            "operator.contains: Tensor.__contains__ only supports Tensor or scalar, but you passed in a " +
+            python_type_name(b));
       c10::IValue eq = tensor_binop(kOps[13], a, b);
       return eq.toTensor().any().item().toBool();
     }

@@ -12,7 +12,9 @@
 namespace fx {
 
 std::string Callable::describe() const { return "<callable>"; }
-std::shared_ptr<const SpecializedCall> Callable::specialize(const std::vector<SiteArg>&) const { return nullptr; }
+std::shared_ptr<const SpecializedCall> Callable::specialize(const std::vector<SiteArg>&) const {
+  return nullptr;
+}
 
 namespace {
 
@@ -157,9 +159,15 @@ struct Alias {
   std::string_view aten;
 };
 constexpr Alias kAliases[] = {
-    {"torch.nn.functional.", ""}, {"torch._C._nn.", ""},         {"torch._C._VariableFunctions.", ""},
-    {"torch._C._linalg.", ""},    {"torch._C._fft.", ""},        {"torch._C._special.", ""},
-    {"torch.special.", "special_"}, {"torch.linalg.", "linalg_"}, {"torch.fft.", "fft_"},
+    {"torch.nn.functional.", ""},
+    {"torch._C._nn.", ""},
+    {"torch._C._VariableFunctions.", ""},
+    {"torch._C._linalg.", ""},
+    {"torch._C._fft.", ""},
+    {"torch._C._special.", ""},
+    {"torch.special.", "special_"},
+    {"torch.linalg.", "linalg_"},
+    {"torch.fft.", "fft_"},
     {"torch.", ""},
 };
 
@@ -168,7 +176,8 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
   if (starts_with(name, "torch.ops.")) {
     std::string rest = name.substr(10);
     auto d1 = rest.find('.');
-    if (d1 == std::string::npos) throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
+    if (d1 == std::string::npos)
+      throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
     std::string ns = rest.substr(0, d1), op = rest.substr(d1 + 1), overload;
     if (auto d2 = op.find('.'); d2 != std::string::npos) {
       overload = op.substr(d2 + 1);
@@ -181,7 +190,8 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
     }
     if (ops.empty())
       throw Error(name + " is not a known operator: no " + ns + "::" + op +
-                  (overload.empty() ? "" : " overload '" + overload + "'") + " is registered with the dispatcher");
+                  (overload.empty() ? "" : " overload '" + overload + "'") +
+                  " is registered with the dispatcher");
     return make_aten_callable(name, std::move(ops), false);
   }
   for (const auto& a : kAliases) {
@@ -194,20 +204,22 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
       throw Error(name + " is not a known function: no ATen operator " + aten + " and no adapter");
     return make_aten_callable(name, std::move(ops), false);
   }
-  throw Error(name + " is not a known function: no adapter is registered for it and it names no ATen operator");
+  throw Error(name +
+              " is not a known function: no adapter is registered for it and it names no ATen operator");
 }
 
 }  // namespace
 
 void Adapters::function(const std::string& name, Fn fn, std::string description) {
-  functions[name] = std::make_shared<FnCallable>(description.empty() ? name : std::move(description), std::move(fn));
+  functions[name] =
+      std::make_shared<FnCallable>(description.empty() ? name : std::move(description), std::move(fn));
 }
 void Adapters::function(const std::string& name, Fn fn, Specializer specializer) {
   functions[name] = std::make_shared<FnCallable>(name, std::move(fn), std::move(specializer));
 }
 void Adapters::method(const std::string& name, Fn fn, std::string description) {
-  methods[name] =
-      std::make_shared<FnCallable>(description.empty() ? "Tensor." + name : std::move(description), std::move(fn));
+  methods[name] = std::make_shared<FnCallable>(
+      description.empty() ? "Tensor." + name : std::move(description), std::move(fn));
 }
 
 std::vector<c10::OperatorHandle> aten_overloads(const std::string& qualified) {

@@ -12,8 +12,8 @@ namespace {
 int64_t wrap_dim(const std::string& fn, int64_t d, int64_t ndim) {
   const int64_t n = ndim == 0 ? 1 : ndim;
   if (d < -n || d >= n)
-    throw Error(fn + ": IndexError: Dimension out of range (expected to be in range of [" + std::to_string(-n) + ", " +
-                std::to_string(n - 1) + "], but got " + std::to_string(d) + ")");
+    throw Error(fn + ": IndexError: Dimension out of range (expected to be in range of [" +
+                std::to_string(-n) + ", " + std::to_string(n - 1) + "], but got " + std::to_string(d) + ")");
   return d < 0 ? d + n : d;
 }
 
@@ -70,7 +70,10 @@ void register_tensor_methods(Adapters& ad) {
     return tolist(to_tensor("Tensor.tolist", a[0]).cpu());
   });
   ad.method("cpu", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-    auto a = bind("Tensor.cpu", {req("self"), kwo("memory_format", int64_t{static_cast<int64_t>(c10::MemoryFormat::Preserve)})}, args, kwargs);
+    auto a =
+        bind("Tensor.cpu",
+             {req("self"), kwo("memory_format", int64_t{static_cast<int64_t>(c10::MemoryFormat::Preserve)})},
+             args, kwargs);
     return to_tensor("Tensor.cpu", a[0]).cpu();
   });
 
@@ -86,13 +89,18 @@ void register_tensor_methods(Adapters& ad) {
     c10::optional<c10::MemoryFormat> mf;
     size_t i = 1;
     auto take_device = [&](const c10::IValue& v) {
-      if (v.isDevice()) device = v.toDevice();
-      else if (v.isString()) device = c10::Device(v.toStringRef());
-      else if (!v.isNone()) type_error(fn, "expected a device, got " + python_type_name(v));
+      if (v.isDevice())
+        device = v.toDevice();
+      else if (v.isString())
+        device = c10::Device(v.toStringRef());
+      else if (!v.isNone())
+        type_error(fn, "expected a device, got " + python_type_name(v));
     };
     auto take_dtype = [&](const c10::IValue& v) {
-      if (v.isInt()) dtype = static_cast<c10::ScalarType>(v.toInt());
-      else if (!v.isNone()) type_error(fn, "expected a dtype, got " + python_type_name(v));
+      if (v.isInt())
+        dtype = static_cast<c10::ScalarType>(v.toInt());
+      else if (!v.isNone())
+        type_error(fn, "expected a dtype, got " + python_type_name(v));
     };
     if (i < args.size()) {
       const c10::IValue& first = args[i];
@@ -115,15 +123,21 @@ void register_tensor_methods(Adapters& ad) {
     if (i < args.size()) copy = to_bool(fn, args[i++]);
     if (i < args.size()) type_error(fn, "too many positional arguments");
     for (const auto& [k, v] : kwargs) {
-      if (k == "device") take_device(v);
-      else if (k == "dtype") take_dtype(v);
-      else if (k == "non_blocking") non_blocking = to_bool(fn, v);
-      else if (k == "copy") copy = to_bool(fn, v);
+      if (k == "device")
+        take_device(v);
+      else if (k == "dtype")
+        take_dtype(v);
+      else if (k == "non_blocking")
+        non_blocking = to_bool(fn, v);
+      else if (k == "copy")
+        copy = to_bool(fn, v);
       else if (k == "memory_format") {
         if (!v.isNone()) mf = static_cast<c10::MemoryFormat>(to_int(fn, v));
-      } else type_error(fn, "got an unexpected keyword argument '" + k + "'");
+      } else
+        type_error(fn, "got an unexpected keyword argument '" + k + "'");
     }
-    return self.to(device.value_or(self.device()), dtype.value_or(self.scalar_type()), non_blocking, copy, mf);
+    return self.to(device.value_or(self.device()), dtype.value_or(self.scalar_type()), non_blocking, copy,
+                   mf);
   });
 
   struct Cast {
@@ -131,23 +145,33 @@ void register_tensor_methods(Adapters& ad) {
     c10::ScalarType type;
   };
   static constexpr Cast kCasts[] = {
-      {"float", at::kFloat},   {"double", at::kDouble}, {"half", at::kHalf},     {"bfloat16", at::kBFloat16},
-      {"int", at::kInt},       {"long", at::kLong},     {"short", at::kShort},   {"char", at::kChar},
-      {"byte", at::kByte},     {"bool", at::kBool},     {"cfloat", at::kComplexFloat},
+      {"float", at::kFloat},
+      {"double", at::kDouble},
+      {"half", at::kHalf},
+      {"bfloat16", at::kBFloat16},
+      {"int", at::kInt},
+      {"long", at::kLong},
+      {"short", at::kShort},
+      {"char", at::kChar},
+      {"byte", at::kByte},
+      {"bool", at::kBool},
+      {"cfloat", at::kComplexFloat},
       {"cdouble", at::kComplexDouble},
   };
   for (const Cast& c : kCasts) {
     std::string fn = std::string("Tensor.") + c.name;
     c10::ScalarType type = c.type;
     ad.method(c.name, [fn, type](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      auto a = bind(fn, {req("self"), kwo("memory_format", static_cast<int64_t>(c10::MemoryFormat::Preserve))}, args,
-                    kwargs);
+      auto a =
+          bind(fn, {req("self"), kwo("memory_format", static_cast<int64_t>(c10::MemoryFormat::Preserve))},
+               args, kwargs);
       return to_tensor(fn, a[0]).to(type, false, false, static_cast<c10::MemoryFormat>(to_int(fn, a[1])));
     });
   }
   // Tensor.type(dtype): the dtype form only (strings like 'torch.FloatTensor' are not supported).
   ad.method("type", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-    auto a = bind("Tensor.type", {req("self"), opt("dtype", c10::IValue()), opt("non_blocking", false)}, args, kwargs);
+    auto a = bind("Tensor.type", {req("self"), opt("dtype", c10::IValue()), opt("non_blocking", false)}, args,
+                  kwargs);
     at::Tensor t = to_tensor("Tensor.type", a[0]);
     if (a[1].isNone()) throw Error("Tensor.type(): the type-string form is not supported by fxcpp's runtime");
     return t.to(static_cast<c10::ScalarType>(to_int("Tensor.type", a[1])));

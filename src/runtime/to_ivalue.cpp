@@ -37,8 +37,8 @@ c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Nod
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, NoneType>) {
           return c10::IValue();
-        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                             std::is_same_v<T, std::string>) {
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
+                             std::is_same_v<T, double> || std::is_same_v<T, std::string>) {
           return c10::IValue(v);
         } else if constexpr (std::is_same_v<T, Node*>) {
           if (!node_value)

@@ -23,14 +23,16 @@ void flatten_data(const std::string& fn, const c10::IValue& v, std::vector<int64
                   std::vector<c10::IValue>& flat) {
   if (is_sequence(v)) {
     auto items = sequence_items(v);
-    if (shape.size() <= depth) shape.resize(depth + 1, static_cast<int64_t>(items.size()));
+    if (shape.size() <= depth)
+      shape.resize(depth + 1, static_cast<int64_t>(items.size()));
     else if (shape[depth] != static_cast<int64_t>(items.size()))
-      throw Error(fn + ": ValueError: expected sequence of length " + std::to_string(shape[depth]) + " at dim " +
-                  std::to_string(depth) + " (got " + std::to_string(items.size()) + ")");
+      throw Error(fn + ": ValueError: expected sequence of length " + std::to_string(shape[depth]) +
+                  " at dim " + std::to_string(depth) + " (got " + std::to_string(items.size()) + ")");
     for (const auto& e : items) flatten_data(fn, e, shape, depth + 1, flat);
     return;
   }
-  if (!is_number(v)) throw Error(fn + ": could not convert a " + python_type_name(v) + " to a tensor element");
+  if (!is_number(v))
+    throw Error(fn + ": could not convert a " + python_type_name(v) + " to a tensor element");
   flat.push_back(v);
 }
 
@@ -40,17 +42,20 @@ void register_torch_functions(Adapters& ad) {
   // torch.functional.split(tensor, split_size_or_sections, dim=0) -> tensor.split(...)
   for (const char* name : {"torch.split", "torch.functional.split"}) {
     ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      auto a = bind("torch.split", {req("tensor"), req("split_size_or_sections"), opt("dim", int64_t{0})}, args, kwargs);
+      auto a = bind("torch.split", {req("tensor"), req("split_size_or_sections"), opt("dim", int64_t{0})},
+                    args, kwargs);
       at::Tensor t = to_tensor("torch.split", a[0]);
       int64_t dim = to_int("torch.split", a[2]);
-      auto parts = a[1].isInt() ? t.split(a[1].toInt(), dim) : t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
+      auto parts = a[1].isInt() ? t.split(a[1].toInt(), dim)
+                                : t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
       return c10::ivalue::Tuple::create(std::vector<c10::IValue>(parts.begin(), parts.end()));
     });
   }
   for (const char* name : {"torch.einsum", "torch.functional.einsum"}) {
     ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
       if (!kwargs.empty()) throw Error("torch.einsum: keyword arguments are not supported");
-      if (args.empty()) throw Error("torch.einsum(): must specify the equation string and at least one operand");
+      if (args.empty())
+        throw Error("torch.einsum(): must specify the equation string and at least one operand");
       return at::einsum(to_str("torch.einsum", args[0]), tensors_of("torch.einsum", args, 1));
     });
   }
@@ -74,8 +79,9 @@ void register_torch_functions(Adapters& ad) {
   }
   ad.function("torch.tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     const std::string fn = "torch.tensor";
-    auto a = bind(fn, {req("data"), kwo("dtype", c10::IValue()), kwo("device", c10::IValue()),
-                       kwo("requires_grad", false), kwo("pin_memory", false)},
+    auto a = bind(fn,
+                  {req("data"), kwo("dtype", c10::IValue()), kwo("device", c10::IValue()),
+                   kwo("requires_grad", false), kwo("pin_memory", false)},
                   args, kwargs);
     if (a[0].isTensor()) return a[0].toTensor().clone().detach();
     std::vector<int64_t> shape;
@@ -83,8 +89,10 @@ void register_torch_functions(Adapters& ad) {
     flatten_data(fn, a[0], shape, 0, flat);
     c10::ScalarType inferred = at::kBool;
     for (const auto& v : flat) {
-      if (v.isDouble()) inferred = at::typeMetaToScalarType(at::get_default_dtype());
-      else if (v.isInt() && inferred == at::kBool) inferred = at::kLong;
+      if (v.isDouble())
+        inferred = at::typeMetaToScalarType(at::get_default_dtype());
+      else if (v.isInt() && inferred == at::kBool)
+        inferred = at::kLong;
     }
     if (flat.empty()) inferred = at::typeMetaToScalarType(at::get_default_dtype());
     at::Tensor out = at::empty(shape, at::TensorOptions().dtype(inferred));
@@ -106,7 +114,8 @@ void register_torch_functions(Adapters& ad) {
   ad.function("torch._assert", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     auto a = bind("torch._assert", {req("condition"), req("message")}, args, kwargs);
     if (!truth("torch._assert", a[0]))
-      throw Error("torch._assert: AssertionError: " + (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
+      throw Error("torch._assert: AssertionError: " +
+                  (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
     return c10::IValue();
   });
   // What a graph traced with a concrete_args value of None asserts.

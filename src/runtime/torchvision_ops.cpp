@@ -17,7 +17,9 @@ void register_torchvision_ops(Adapters& ad) {
     at::Tensor input = to_tensor(fn, a[0]);
     const double p = to_double(fn, a[1]);
     const std::string mode = to_str(fn, a[2]);
-    if (p < 0.0 || p > 1.0) throw Error(fn + ": ValueError: drop probability has to be between 0 and 1, but got " + std::to_string(p));
+    if (p < 0.0 || p > 1.0)
+      throw Error(fn + ": ValueError: drop probability has to be between 0 and 1, but got " +
+                  std::to_string(p));
     if (mode != "batch" && mode != "row")
       throw Error(fn + ": ValueError: mode has to be either 'batch' or 'row', but got " + mode);
     if (!to_bool(fn, a[3]) || p == 0.0) return c10::IValue(input);

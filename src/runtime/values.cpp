@@ -64,7 +64,8 @@ std::vector<int64_t> to_int_list(const std::string& fn, const c10::IValue& v, si
   if (is_sequence(v)) {
     std::vector<int64_t> out;
     for (const auto& e : sequence_items(v)) {
-      if (!e.isInt()) type_error(fn, "expected a sequence of ints, got an element of type " + python_type_name(e));
+      if (!e.isInt())
+        type_error(fn, "expected a sequence of ints, got an element of type " + python_type_name(e));
       out.push_back(e.toInt());
     }
     return out;
@@ -106,21 +107,21 @@ bool truth(const std::string& fn, const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (t.numel() != 1)
-      type_error(fn, "Boolean value of Tensor with " + std::string(t.numel() == 0 ? "no values" : "more than one value") +
-                         " is ambiguous");
+      type_error(fn, "Boolean value of Tensor with " +
+                         std::string(t.numel() == 0 ? "no values" : "more than one value") + " is ambiguous");
     return t.item().toBool();
   }
   return true;
 }
 
-std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params, std::vector<c10::IValue>& args,
-                              IValueKwargs& kwargs) {
+std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params,
+                              std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
   std::vector<std::optional<c10::IValue>> slots(params.size());
   size_t positional = 0;
   for (const auto& p : params) positional += p.kwonly ? 0 : 1;
   if (args.size() > positional)
-    type_error(fn, "takes " + std::to_string(positional) + " positional argument" + (positional == 1 ? "" : "s") +
-                       " but " + std::to_string(args.size()) + " were given");
+    type_error(fn, "takes " + std::to_string(positional) + " positional argument" +
+                       (positional == 1 ? "" : "s") + " but " + std::to_string(args.size()) + " were given");
   for (size_t i = 0; i < args.size(); ++i) slots[i] = std::move(args[i]);
   for (auto& [k, v] : kwargs) {
     size_t i = 0;

@@ -25,7 +25,8 @@ class BudgetedAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     if (Budget* b = current_budget) {
       if (n > b->left)
-        throw LoadError(b->what + " asks for more memory than the tensors the file holds for it account for (" +
+        throw LoadError(b->what +
+                        " asks for more memory than the tensors the file holds for it account for (" +
                         std::to_string(b->total) + " bytes allowed, " + std::to_string(b->total - b->left) +
                         " used, " + std::to_string(n) + " more asked): its constructor arguments are wrong");
       b->left -= n;

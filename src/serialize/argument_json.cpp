@@ -25,10 +25,10 @@ Json tagged(const char* tag, Json value) {
 
 Json items_to_json(const std::vector<Argument>& items, const std::string& where) {
   Json out = Json::array();
-  for (size_t i = 0; i < items.size(); ++i) out.push_back(argument_to_json(items[i], where + "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < items.size(); ++i)
+    out.push_back(argument_to_json(items[i], where + "[" + std::to_string(i) + "]"));
   return out;
 }
-
 
 std::vector<Argument> items_from_json(const Json& j, const std::string& where, const NodeLookup& lookup) {
   if (!j.is_array()) load_error(where, "expected a JSON array, got " + std::string(j.type_name()));
@@ -77,7 +77,8 @@ Json argument_to_json(const Argument& a, const std::string& where) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, NoneType>) {
           return nullptr;
-        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, std::string>) {
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
+                             std::is_same_v<T, std::string>) {
           return v;
         } else if constexpr (std::is_same_v<T, double>) {
           if (std::isfinite(v)) return v;
@@ -140,7 +141,8 @@ Argument argument_from_json(const Json& j, const std::string& where, const NodeL
       load_error(where, "a " + std::string(j.type_name()) + " is not an argument");
   }
   if (j.size() != 1)
-    load_error(where, "an object argument has exactly one key (its kind: tuple, dict, node, ...), this one has " +
+    load_error(where,
+               "an object argument has exactly one key (its kind: tuple, dict, node, ...), this one has " +
                    std::to_string(j.size()));
   const std::string& tag = j.begin().key();
   const Json& v = j.begin().value();
@@ -150,12 +152,14 @@ Argument argument_from_json(const Json& j, const std::string& where, const NodeL
     if (!v.is_object()) load_error(where, "\"dict\" holds a JSON object, got " + std::string(v.type_name()));
     Dict d;
     for (auto it = v.begin(); it != v.end(); ++it)
-      d.items.emplace_back(it.key(), argument_from_json(it.value(), where + "[" + repr_string(it.key()) + "]", lookup));
+      d.items.emplace_back(it.key(),
+                           argument_from_json(it.value(), where + "[" + repr_string(it.key()) + "]", lookup));
     return d;
   }
   if (tag == "slice") {
     Slice s{items_from_json(v, where, lookup)};
-    if (s.parts.size() != 3) load_error(where, "a slice has 3 parts (start, stop, step), got " + std::to_string(s.parts.size()));
+    if (s.parts.size() != 3)
+      load_error(where, "a slice has 3 parts (start, stop, step), got " + std::to_string(s.parts.size()));
     return s;
   }
   if (tag == "ellipsis") return Ellipsis;
@@ -170,8 +174,8 @@ Argument argument_from_json(const Json& j, const std::string& where, const NodeL
   if (tag == "memory_format") return memory_format_from_name(string_in(v, where + ".memory_format"), where);
   if (tag == "layout") {
     const std::string& s = string_in(v, where + ".layout");
-    for (auto l : {c10::kStrided, c10::kSparse, c10::kSparseCsr, c10::kSparseCsc, c10::kSparseBsr, c10::kSparseBsc,
-                   c10::kMkldnn})
+    for (auto l : {c10::kStrided, c10::kSparse, c10::kSparseCsr, c10::kSparseCsc, c10::kSparseBsr,
+                   c10::kSparseBsc, c10::kMkldnn})
       if (repr_layout(l) == s) return l;
     load_error(where, "unknown layout '" + s + "'");
   }
@@ -183,8 +187,10 @@ Argument argument_from_json(const Json& j, const std::string& where, const NodeL
       load_error(where, "'" + s + "' is not a device (expected a name such as cpu or cuda:0)");
     }
   }
-  load_error(where, "unknown argument kind \"" + tag +
-                 "\" (expected tuple, dict, node, slice, ellipsis, float, dtype, device, layout or memory_format)");
+  load_error(
+      where,
+      "unknown argument kind \"" + tag +
+          "\" (expected tuple, dict, node, slice, ellipsis, float, dtype, device, layout or memory_format)");
 }
 
 }  // namespace fx::detail

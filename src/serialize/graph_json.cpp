@@ -15,7 +15,6 @@ namespace {
 using passes::TensorMetadata;
 using passes::TensorMetadataTree;
 
-
 const Json& field(const Json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) load_error(where, std::string("missing \"") + key + "\"");
@@ -30,13 +29,15 @@ const std::string& string_field(const Json& obj, const char* key, const std::str
 
 bool bool_field(const Json& obj, const char* key, const std::string& where) {
   const Json& v = field(obj, key, where);
-  if (!v.is_boolean()) load_error(where + "." + key, "expected true or false, got " + std::string(v.type_name()));
+  if (!v.is_boolean())
+    load_error(where + "." + key, "expected true or false, got " + std::string(v.type_name()));
   return v.get<bool>();
 }
 
 std::vector<int64_t> ints_field(const Json& obj, const char* key, const std::string& where) {
   const Json& v = field(obj, key, where);
-  if (!v.is_array()) load_error(where + "." + key, "expected an array of integers, got " + std::string(v.type_name()));
+  if (!v.is_array())
+    load_error(where + "." + key, "expected an array of integers, got " + std::string(v.type_name()));
   std::vector<int64_t> out;
   for (const Json& x : v) {
     if (!x.is_number_integer()) load_error(where + "." + key, "expected an array of integers");
@@ -47,7 +48,8 @@ std::vector<int64_t> ints_field(const Json& obj, const char* key, const std::str
 
 std::vector<double> doubles_field(const Json& obj, const char* key, const std::string& where) {
   const Json& v = field(obj, key, where);
-  if (!v.is_array()) load_error(where + "." + key, "expected an array of numbers, got " + std::string(v.type_name()));
+  if (!v.is_array())
+    load_error(where + "." + key, "expected an array of numbers, got " + std::string(v.type_name()));
   std::vector<double> out;
   for (const Json& x : v) {
     if (!x.is_number()) load_error(where + "." + key, "expected an array of numbers");
@@ -143,7 +145,8 @@ TensorMetadataTree tree_from_json(const Json& j, const std::string& where) {
   TensorMetadataTree t;
   auto items = [&](const Json& a, const std::string& w) {
     if (!a.is_array()) load_error(w, "expected an array");
-    for (size_t i = 0; i < a.size(); ++i) t.items.push_back(tree_from_json(a[i], w + "[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < a.size(); ++i)
+      t.items.push_back(tree_from_json(a[i], w + "[" + std::to_string(i) + "]"));
   };
   if (j.is_array()) {
     t.kind = K::list;
@@ -168,7 +171,9 @@ TensorMetadataTree tree_from_json(const Json& j, const std::string& where) {
     t.kind = K::other;
     t.other = string_field(j, "other", where);
   } else {
-    load_error(where, "expected tensor metadata (an object with \"shape\"), or a tuple, list, dict or other of them");
+    load_error(
+        where,
+        "expected tensor metadata (an object with \"shape\"), or a tuple, list, dict or other of them");
   }
   return t;
 }
@@ -214,7 +219,8 @@ void meta_from_json(const Json& j, Meta& meta, const std::string& where) {
     } else if (v.is_number_float()) {
       meta.set(it.key(), v.get<double>());
     } else {
-      load_error(w, "meta values are tensor_meta, strings, booleans or numbers; got " + std::string(v.type_name()));
+      load_error(
+          w, "meta values are tensor_meta, strings, booleans or numbers; got " + std::string(v.type_name()));
     }
   }
 }
@@ -246,13 +252,15 @@ Json graph_to_json(const Graph& g) {
 std::unique_ptr<Graph> graph_from_json(const Json& j) {
   if (!j.is_object()) load_error("graph", "expected an object, got " + std::string(j.type_name()));
   const Json& nodes = field(j, "nodes", "graph");
-  if (!nodes.is_array()) load_error("graph.nodes", "expected an array, got " + std::string(nodes.type_name()));
+  if (!nodes.is_array())
+    load_error("graph.nodes", "expected an array, got " + std::string(nodes.type_name()));
   auto g = std::make_unique<Graph>();
   std::unordered_map<std::string, Node*> by_name;
   NodeLookup lookup = [&](const std::string& name, const std::string& where) -> Node* {
     auto it = by_name.find(name);
     if (it == by_name.end())
-      load_error(where, "refers to node '" + name + "', which is not defined before this node (nodes are listed in order)");
+      load_error(where, "refers to node '" + name +
+                            "', which is not defined before this node (nodes are listed in order)");
     return it->second;
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -277,7 +285,8 @@ std::unique_ptr<Graph> graph_from_json(const Json& j) {
     for (size_t a = 0; a < aj.size(); ++a)
       args.push_back(argument_from_json(aj[a], where + ".args[" + std::to_string(a) + "]", lookup));
     const Json& kj = field(nj, "kwargs", where);
-    if (!kj.is_object()) load_error(where + ".kwargs", "expected an object, got " + std::string(kj.type_name()));
+    if (!kj.is_object())
+      load_error(where + ".kwargs", "expected an object, got " + std::string(kj.type_name()));
     Kwargs kwargs;
     for (auto it = kj.begin(); it != kj.end(); ++it)
       kwargs.emplace_back(it.key(), argument_from_json(it.value(), where + ".kwargs." + it.key(), lookup));
@@ -293,7 +302,8 @@ std::unique_ptr<Graph> graph_from_json(const Json& j) {
       load_error(where, e.what());
     }
     if (n->name() != name)
-      load_error(where, "the name '" + name + "' is not usable as a node name (torch.fx would rename it '" + n->name() + "')");
+      load_error(where, "the name '" + name + "' is not usable as a node name (torch.fx would rename it '" +
+                            n->name() + "')");
     if (auto m = nj.find("meta"); m != nj.end()) meta_from_json(*m, n->meta(), where + ".meta");
     by_name.emplace(name, n);
   }

@@ -14,8 +14,8 @@
 #include <unordered_map>
 
 #include "../ir/repr.h"
-#include "allocation_budget.h"
 #include "../trace/module_dicts.h"
+#include "allocation_budget.h"
 #include "argument_json.h"
 #include "graph_json.h"
 #include "torch_load.h"
@@ -52,8 +52,11 @@ class FileWriter {
         throw Error("fx::save: the submodule '" + path + "' has no file form: " + e.what());
       }
       Json kwargs = Json::object();
-      for (const auto& [k, v] : spec.kwargs) kwargs[k] = detail::argument_to_json(v, "module '" + path + "' " + k);
-      modules_.push_back(Json{{"path", path}, {"type", spec.type}, {"kwargs", std::move(kwargs)},
+      for (const auto& [k, v] : spec.kwargs)
+        kwargs[k] = detail::argument_to_json(v, "module '" + path + "' " + k);
+      modules_.push_back(Json{{"path", path},
+                              {"type", spec.type},
+                              {"kwargs", std::move(kwargs)},
                               {"training", c.value()->is_training()}});
       if (detail::is_container_type(spec.type)) {
         module_tree(*c.value(), path + ".");
@@ -172,8 +175,9 @@ class FileReader {
     size_t size = 0;
     try {
       if (!archive.hasRecord("graph.json"))
-        fail("graph.json", "no such record: a torch.save file, but not a GraphModule file (write one with fx::save or "
-                           "python3 -m fxcpp export)");
+        fail("graph.json",
+             "no such record: a torch.save file, but not a GraphModule file (write one with fx::save or "
+             "python3 -m fxcpp export)");
       std::tie(data, size) = archive.getRecord("graph.json");
     } catch (const c10::Error& e) {
       fail("graph.json", std::string("cannot read the record: ") + e.what_without_backtrace());
@@ -210,9 +214,11 @@ class FileReader {
       if (modules_.count(path)) fail(where, "a second module at '" + path + "'");
       auto parent = modules_.find(parent_path);
       if (parent == modules_.end())
-        fail(where, "its parent '" + parent_path + "' is not listed before it (modules are listed parents first)");
+        fail(where,
+             "its parent '" + parent_path + "' is not listed before it (modules are listed parents first)");
       if (!parent->second.container)
-        fail(where, "its parent '" + parent_path + "' is a leaf module, whose constructor makes its children");
+        fail(where,
+             "its parent '" + parent_path + "' is a leaf module, whose constructor makes its children");
       ModuleSpec spec{string_field(mj, "type", where), {}};
       const Json& kwargs = field(mj, "kwargs", where);
       if (!kwargs.is_object()) fail(where + ".kwargs", "expected an object");
@@ -221,8 +227,8 @@ class FileReader {
       };
       try {
         for (auto it = kwargs.begin(); it != kwargs.end(); ++it)
-          spec.kwargs.emplace_back(it.key(),
-                                   detail::argument_from_json(it.value(), where + ".kwargs." + it.key(), no_nodes));
+          spec.kwargs.emplace_back(
+              it.key(), detail::argument_from_json(it.value(), where + ".kwargs." + it.key(), no_nodes));
       } catch (const LoadError& e) {
         throw LoadError(name_ + ": " + e.what());
       }
@@ -268,7 +274,8 @@ class FileReader {
       if (!declared_paths_.insert(path).second) fail(where, "a second tensor at '" + path + "'");
       const std::string& kind = string_field(tj, "kind", where);
       auto stored = stored_.find(path);
-      if (stored == stored_.end()) fail(where, "declared in graph.json but missing from the tensors (data.pkl)");
+      if (stored == stored_.end())
+        fail(where, "declared in graph.json but missing from the tensors (data.pkl)");
       const at::Tensor& t = stored->second;
       const auto dtype = detail::dtype_from_name(string_field(tj, "dtype", where), where + ".dtype");
       std::vector<int64_t> shape;
@@ -280,7 +287,8 @@ class FileReader {
       }
       if (t.scalar_type() != dtype || t.sizes().vec() != shape)
         fail(where, "declared " + detail::repr_dtype(dtype) + c10::str(c10::IntArrayRef(shape)) +
-                        " but the stored tensor is " + detail::repr_dtype(t.scalar_type()) + c10::str(t.sizes()));
+                        " but the stored tensor is " + detail::repr_dtype(t.scalar_type()) +
+                        c10::str(t.sizes()));
       const Json& rg = field(tj, "requires_grad", where);
       if (!rg.is_boolean()) fail(where + ".requires_grad", "expected true or false");
       declared_.push_back({path, kind, t, rg.get<bool>(), where});
@@ -290,7 +298,8 @@ class FileReader {
         bytes_under_[prefix] += t.nbytes();
     }
     for (const auto& [path, t] : stored_)
-      if (!declared_paths_.count(path)) fail("tensors", "the stored tensor '" + path + "' is not declared in graph.json");
+      if (!declared_paths_.count(path))
+        fail("tensors", "the stored tensor '" + path + "' is not declared in graph.json");
   }
 
   void place_tensors() {
@@ -299,7 +308,8 @@ class FileReader {
       if (entry.container) continue;
       for (const auto& [key, t] : state_dict(*entry.module))
         if (!declared_paths_.count(path + "." + key))
-          fail("tensors", "the module '" + path + "' has the tensor '" + key + "', which the file does not hold");
+          fail("tensors",
+               "the module '" + path + "' has the tensor '" + key + "', which the file does not hold");
     }
   }
 

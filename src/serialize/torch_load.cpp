@@ -38,13 +38,13 @@ using ObjPtr = std::shared_ptr<Obj>;
 struct Obj {
   enum Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
   Kind kind = kNone;
-  int64_t i = 0;                                   // bool, int
-  double d = 0.0;                                  // float
-  std::string s;                                   // str, bytes, global "module.name"
-  std::vector<ObjPtr> items;                       // tuple, list
-  std::vector<std::pair<ObjPtr, ObjPtr>> entries;  // dict, insertion order
+  int64_t i = 0;                                     // bool, int
+  double d = 0.0;                                    // float
+  std::string s;                                     // str, bytes, global "module.name"
+  std::vector<ObjPtr> items;                         // tuple, list
+  std::vector<std::pair<ObjPtr, ObjPtr>> entries;    // dict, insertion order
   std::unordered_map<std::string, size_t> str_keys;  // dict: a str key's index in entries
-  at::Tensor tensor;                               // storage (1-D, whole record), tensor
+  at::Tensor tensor;                                 // storage (1-D, whole record), tensor
 };
 
 ObjPtr make(Obj::Kind k) {
@@ -401,7 +401,8 @@ class Unpickler {
         int64_t reach = 0;
         if (size[k] == 0)
           empty = true;
-        else if (__builtin_mul_overflow(size[k] - 1, stride[k], &reach) || __builtin_add_overflow(last, reach, &last))
+        else if (__builtin_mul_overflow(size[k] - 1, stride[k], &reach) ||
+                 __builtin_add_overflow(last, reach, &last))
           fail(name + ": size and stride reach beyond 64-bit offsets");
       }
       if (offset < 0 || (!empty && last >= storage.numel()))
@@ -461,7 +462,8 @@ class Unpickler {
       // storage: no second copy of every weight.
       auto buffer = std::make_shared<at::DataPtr>(std::move(data));
       o->tensor = at::from_blob(
-          buffer->get(), {numel}, [buffer](void*) mutable { buffer.reset(); }, at::TensorOptions().dtype(dtype));
+          buffer->get(), {numel}, [buffer](void*) mutable { buffer.reset(); },
+          at::TensorOptions().dtype(dtype));
     }
     storages_[key] = o;
     return o;
@@ -497,9 +499,9 @@ void check_byteorder(caffe2::serialize::PyTorchStreamReader& archive, const std:
   }
   const std::string native = std::endian::native == std::endian::little ? "little" : "big";
   if (order != native)
-    throw Error("fx::read_state_dict: " + name + " holds " + order + "-endian tensors; fxcpp reads only this " +
-                "machine's byte order (" + native + "-endian): load and save it again with torch on a " + native +
-                "-endian machine");
+    throw Error("fx::read_state_dict: " + name + " holds " + order +
+                "-endian tensors; fxcpp reads only this " + "machine's byte order (" + native +
+                "-endian): load and save it again with torch on a " + native + "-endian machine");
 }
 
 // torch.load of the archive's data.pkl: its top object.
@@ -517,7 +519,8 @@ ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::stri
   return Unpickler(name, archive, static_cast<const char*>(pickle.get()), size).run();
 }
 
-std::unique_ptr<caffe2::serialize::PyTorchStreamReader> open_archive(const std::string& path, const char* who) {
+std::unique_ptr<caffe2::serialize::PyTorchStreamReader> open_archive(const std::string& path,
+                                                                     const char* who) {
   if (!std::ifstream(path)) throw Error(std::string(who) + ": cannot open " + path);
   try {
     return std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);

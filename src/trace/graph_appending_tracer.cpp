@@ -34,7 +34,8 @@ Argument GraphAppendingTracer::create_arg(const Value& v) {
 
 Node* GraphAppendingTracer::create_node(Op op, Target target, Args args, Kwargs kwargs,
                                         std::optional<std::string> name, std::optional<std::string> type) {
-  Node* n = graph_.create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
+  Node* n =
+      graph_.create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
   if (record_stack_traces) n->set_stack_trace(detail::user_stack_trace());
   return n;
 }
@@ -47,11 +48,12 @@ Value GraphAppendingTracer::create_proxy(Op op, Target target, const std::vector
   Kwargs node_kwargs;
   node_kwargs.reserve(kwargs.size());
   for (const auto& [k, v] : kwargs) node_kwargs.emplace_back(k, create_arg(v));
-  return Value::proxy(create_node(op, target, std::move(node_args), std::move(node_kwargs), std::move(name)), this);
+  return Value::proxy(create_node(op, target, std::move(node_args), std::move(node_kwargs), std::move(name)),
+                      this);
 }
 
-Value GraphAppendingTracer::call_module(Module&, const std::function<Value()>& forward, const std::vector<Value>&,
-                                        const ValueKwargs&) {
+Value GraphAppendingTracer::call_module(Module&, const std::function<Value()>& forward,
+                                        const std::vector<Value>&, const ValueKwargs&) {
   return forward();
 }
 

@@ -152,10 +152,10 @@ struct GraphModule::RootIndex {
   }
 
   Module& root;
-  std::unordered_map<std::string, torch::nn::Module*> here;              // this module's tree, by path
-  std::unordered_set<std::string> expanded;                              // paths whose children are in `here`
-  std::unordered_set<const torch::nn::Module*> owned;                    // this and the containers made here
-  std::unordered_set<std::string> copied;                                // tensor paths copied so far
+  std::unordered_map<std::string, torch::nn::Module*> here;  // this module's tree, by path
+  std::unordered_set<std::string> expanded;                  // paths whose children are in `here`
+  std::unordered_set<const torch::nn::Module*> owned;        // this and the containers made here
+  std::unordered_set<std::string> copied;                    // tensor paths copied so far
 };
 
 struct GraphModule::ModuleMemo {
@@ -543,7 +543,7 @@ void GraphModule::recompile() {
   plan->steps.reserve(order.size());
   plan->args.reserve(2 * order.size());
   plan->site_slots.reserve(2 * order.size());
-  plan->dead.reserve(order.size());                // a value dies once
+  plan->dead.reserve(order.size());  // a value dies once
   const auto position =
       graph_->positions(order);  // after last_uses and python_code, which mark the nodes too
   // A node's slot is its position; only the nodes inside nested arguments

@@ -11,8 +11,8 @@ namespace fx::detail {
 namespace {
 // c10::get_backtrace writes `frame #N: <function> + 0x<offset> (0x<pc> in <binary>)`.
 bool is_library_frame(std::string_view fn) {
-  constexpr std::array<std::string_view, 9> prefixes = {"fx::",   "c10::",    "at::",          "torch::", "std::",
-                                                        "__libc", "_start",   "<unknown function>", "__gnu_cxx::"};
+  constexpr std::array<std::string_view, 9> prefixes = {
+      "fx::", "c10::", "at::", "torch::", "std::", "__libc", "_start", "<unknown function>", "__gnu_cxx::"};
   for (auto p : prefixes)
     if (fn.substr(0, p.size()) == p) return true;
   return fn.find("fx::Value::") != std::string_view::npos;  // template instances printed with a return type

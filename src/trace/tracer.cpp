@@ -77,9 +77,9 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
     }
     Args defaults;
     if (p.default_value) defaults.push_back(create_arg(*p.default_value));
-    args.push_back(Value::proxy(
-        create_node(Op::placeholder, Target(p.name), std::move(defaults), {}, std::nullopt, root.annotation(p.name)),
-        this));
+    args.push_back(Value::proxy(create_node(Op::placeholder, Target(p.name), std::move(defaults), {},
+                                            std::nullopt, root.annotation(p.name)),
+                                this));
   }
   Value out = root.forward(args);
   if (structured) {
@@ -268,7 +268,8 @@ Argument Tracer::create_arg(const Value& v) {
 
 Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
                           std::optional<std::string> type) {
-  Node* n = graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
+  Node* n =
+      graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
   if (record_stack_traces) n->set_stack_trace(detail::user_stack_trace());
   return n;
 }

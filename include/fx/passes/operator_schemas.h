@@ -50,7 +50,8 @@ std::optional<ArgsKwargsPair> normalize_function(Target target, const Args& args
                                                  bool normalize_to_only_use_kwargs = false);
 // torch.fx's normalize_module: `target` names a submodule of `root`; only
 // standard modules (fx::nn) are normalized.
-std::optional<ArgsKwargsPair> normalize_module(const GraphModule& root, std::string_view target, const Args& args,
-                                               const Kwargs& kwargs, bool normalize_to_only_use_kwargs = false);
+std::optional<ArgsKwargsPair> normalize_module(const GraphModule& root, std::string_view target,
+                                               const Args& args, const Kwargs& kwargs,
+                                               bool normalize_to_only_use_kwargs = false);
 
 }  // namespace fx::passes

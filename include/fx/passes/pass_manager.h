@@ -77,7 +77,7 @@ class PassManager {
 // Where two results differ beyond allclose(rtol, atol): a description such as
 // "output[1]: max |a - b| = 0.25 at shape [2, 3]", or nullopt when they agree.
 // Results are tensors, numbers, or tuples/lists of them, compared leaf by leaf.
-std::optional<std::string> first_difference(const c10::IValue& expected, const c10::IValue& actual, double rtol,
-                                            double atol);
+std::optional<std::string> first_difference(const c10::IValue& expected, const c10::IValue& actual,
+                                            double rtol, double atol);
 
 }  // namespace fx::passes
