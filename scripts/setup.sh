@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev                 # JSON for the file format and the conformance harness
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # libFuzzer on fx::load (scripts/fuzz.sh)
   llvm-16                            # its llvm-symbolizer, for readable stacks in findings
+  clang-format                       # the format check of src/ and include/ (scripts/check_format.sh)
 )
 
 missing=()

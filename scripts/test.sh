@@ -10,6 +10,9 @@ bash scripts/setup.sh
 source scripts/env.sh
 jobs=$(nproc)
 
+echo "== format: src/ and include/ as clang-format writes them (.clang-format)"
+bash scripts/check_format.sh
+
 echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize and capture tests"
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
 # source file's compile time, and a batch of 8 files parses them once.
