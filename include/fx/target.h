@@ -17,7 +17,27 @@
 #include <string>
 #include <string_view>
 
+namespace c10 {
+class OperatorHandle;
+}
+
 namespace fx {
+
+// The parts of a `torch.ops.<namespace>.<op>[.<overload>]` target, taken
+// apart once, when the target is interned: `torch.ops.aten.add.Tensor` is
+// aten, add, Tensor; the packet `torch.ops.aten.add` has no overload.
+struct OpsName {
+  std::string ns;        // `aten`
+  std::string op;        // `add`
+  std::string overload;  // `Tensor`, `default`, or empty for a packet
+  bool is_packet() const { return overload.empty(); }
+  // The dispatcher's name of the operator (`aten::add`) and of the overload
+  // (`default` is "").
+  std::string qualified_op() const { return ns + "::" + op; }
+  std::string_view dispatcher_overload() const {
+    return overload == "default" ? std::string_view() : std::string_view(overload);
+  }
+};
 
 namespace detail {
 struct TargetEntry;
@@ -45,6 +65,14 @@ class Target {
   // profiler's record_function ops, ...) and any target passed to
   // register_side_effect: Node::impurity calls them side_effect.
   bool has_side_effects() const;
+
+  // For a torch.ops target, its parts; nullptr for any other target.
+  const OpsName* ops_name() const;
+  // For a torch.ops target, the dispatcher's operator: the overload it
+  // names, or a packet's default overload. Found once and kept; nullptr
+  // while the dispatcher has no such operator (a custom op may be
+  // registered later) and for other targets.
+  const c10::OperatorHandle* operator_handle() const;
 
   const detail::TargetEntry* entry() const { return e_; }
 

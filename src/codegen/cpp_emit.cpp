@@ -335,12 +335,9 @@ class ForwardEmitter final : public Emitter {
     if (t == "builtins.getattr") return getattr(n);
     if (t == "torch._assert") return assert_call(n);
     if (t.rfind("torch.nn.functional.", 0) == 0) return functional(n, t.substr(20));
-    if (t.rfind("torch.ops.aten.", 0) == 0) {
-      std::string rest = t.substr(15);
-      std::string name = rest.substr(0, rest.find('.'));
-      std::string overload = rest.find('.') == std::string::npos ? "" : rest.substr(rest.find('.') + 1);
-      return aten(n, name, n->args(), n->kwargs(), /*method=*/false, overload == "default" ? "" : overload);
-    }
+    if (const OpsName* ops = n->target().ops_name(); ops && ops->ns == "aten")
+      return aten(n, ops->op, n->args(), n->kwargs(), /*method=*/false,
+                  std::string(ops->dispatcher_overload()));
     if (t.rfind("torch.", 0) == 0 && t.find('.', 6) == std::string::npos)
       return aten(n, t.substr(6), n->args(), n->kwargs(), false);
     fail(n,

@@ -86,21 +86,13 @@ Impurity aten_name_impurity(std::string_view op) {
   return Impurity::none;
 }
 
-// torch.ops.<ns>.<op>[.<overload>]: the schema says it all.
-Impurity ops_impurity(std::string_view name) {
-  std::string_view rest = name.substr(10);  // after "torch.ops."
-  size_t ns_end = rest.find('.');
-  if (ns_end == std::string_view::npos) return Impurity::none;
-  std::string ns(rest.substr(0, ns_end));
-  std::string_view op = rest.substr(ns_end + 1);
-  std::string overload;
-  if (size_t dot = op.find('.'); dot != std::string_view::npos) {
-    overload = std::string(op.substr(dot + 1));
-    op = op.substr(0, dot);
-    if (overload == "default") overload.clear();
-  }
-  auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + std::string(op), overload});
-  if (!handle) return ends_with_underscore(op) ? Impurity::in_place : Impurity::none;
+// torch.ops.<ns>.<op>[.<overload>]: the schema says it all (a packet:
+// its default overload's, as torch.fx asks).
+Impurity ops_impurity(const Target& t) {
+  const OpsName* ops = t.ops_name();
+  if (!ops) return Impurity::none;
+  const c10::OperatorHandle* handle = t.operator_handle();
+  if (!handle) return ends_with_underscore(ops->op) ? Impurity::in_place : Impurity::none;
   const c10::FunctionSchema& s = handle->schema();
   if (s.is_mutable()) return Impurity::in_place;
   if (handle->hasTag(at::Tag::nondeterministic_seeded)) return Impurity::random;
@@ -141,7 +133,7 @@ Impurity dropout_impurity(const Node& n) {
 // whose training argument decides (dropout_impurity).
 std::optional<Impurity> function_impurity(const Target& t) {
   std::string_view name = t.str();
-  if (name.starts_with("torch.ops.")) return ops_impurity(name);
+  if (name.starts_with("torch.ops.")) return ops_impurity(t);
   std::string_view module = t.python_module(), fn = t.python_name();
   if (module == "_operator" || module == "operator")
     return in(kOperatorInPlace, fn) ? Impurity::in_place : Impurity::none;

@@ -76,6 +76,10 @@ void describe(TargetEntry& e) {
     if (ns_end != std::string_view::npos) {
       e.py_module = std::string(name.substr(0, ns_end));
       e.py_name = std::string(name.substr(ns_end + 1));
+      std::string_view op = name.substr(ns_end + 1);
+      size_t dot = op.find('.');
+      e.ops = OpsName{std::string(name.substr(10, ns_end - 10)), std::string(op.substr(0, dot)),
+                      dot == std::string_view::npos ? std::string() : std::string(op.substr(dot + 1))};
     }
   }
   if (e.py_name.empty()) {
@@ -138,6 +142,18 @@ Target::Target(std::string_view name) : e_(registry().intern(name)) {}
 const std::string& Target::str() const { return e_->name; }
 std::string_view Target::python_module() const { return e_->py_module; }
 std::string_view Target::python_name() const { return e_->py_name; }
+const OpsName* Target::ops_name() const { return e_->ops ? &*e_->ops : nullptr; }
+
+const c10::OperatorHandle* Target::operator_handle() const {
+  if (!e_->ops) return nullptr;
+  std::lock_guard<std::mutex> lock(e_->handle_mu);
+  if (!e_->handle)
+    if (auto h = c10::Dispatcher::singleton().findSchema(
+            {e_->ops->qualified_op(), std::string(e_->ops->dispatcher_overload())}))
+      e_->handle = std::make_unique<c10::OperatorHandle>(*h);
+  return e_->handle.get();
+}
+
 bool Target::has_side_effects() const { return e_->side_effects.load(std::memory_order_relaxed); }
 
 void register_side_effect(Target t) {

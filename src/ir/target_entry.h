@@ -2,8 +2,15 @@
 // The record behind an interned fx::Target: the name and what fxcpp knows
 // about it as a Python function.
 
+#include <fx/target.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace fx::detail {
@@ -22,6 +29,10 @@ struct TargetEntry {
   bool is_builtin = false;               // a member of Python's builtins module
   bool from_torch = false;               // codegen prints the qualified name as is
   std::atomic<bool> side_effects{false};
+  std::optional<OpsName> ops;  // set for torch.ops.<ns>.<op>[.<overload>]
+  // The dispatcher's operator for `ops`, once found (Target::operator_handle).
+  mutable std::mutex handle_mu;
+  mutable std::unique_ptr<c10::OperatorHandle> handle;
   // Node::impurity's answer for this target as a call_function and as a
   // call_method, found on first use (impurity.cpp's encoding; 0: not yet).
   mutable std::atomic<uint8_t> function_impurity{0}, method_impurity{0};

@@ -100,12 +100,9 @@ bool banned(const Node* n, const std::unordered_set<Target>& banned_ops) {
   if (banned_ops.empty()) return false;
   const Target t = n->target();
   if (banned_ops.count(t)) return true;
-  std::string_view name = t.str();
-  if (!name.starts_with("torch.ops.")) return false;
-  size_t last = name.rfind('.');
-  // torch.ops.<ns>.<op>.<overload>: four dots before the overload's name.
-  if (std::count(name.begin(), name.end(), '.') < 4) return false;
-  return banned_ops.count(Target(name.substr(0, last))) > 0;
+  const OpsName* ops = t.ops_name();
+  if (!ops || ops->is_packet()) return false;
+  return banned_ops.count(Target("torch.ops." + ops->ns + "." + ops->op)) > 0;
 }
 
 // The nodes an in-place call writes: its `self` (first node argument) and an `out=` node.

@@ -439,17 +439,11 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 // target, and the overload when the target names one ("" otherwise).
 std::optional<std::pair<std::string, std::optional<std::string>>> builtin_operator(const std::string& name) {
   if (starts_with(name, "torch.ops.")) {
-    std::string rest = name.substr(10);
-    size_t d1 = rest.find('.');
-    if (d1 == std::string::npos) return std::nullopt;
-    std::string ns = rest.substr(0, d1), op = rest.substr(d1 + 1);
+    const OpsName* parts = Target(name).ops_name();
+    if (!parts) return std::nullopt;
     std::optional<std::string> overload;
-    if (size_t d2 = op.find('.'); d2 != std::string::npos) {
-      overload = op.substr(d2 + 1);
-      if (*overload == "default") *overload = "";
-      op = op.substr(0, d2);
-    }
-    return std::make_pair(ns + "::" + op, overload);
+    if (!parts->is_packet()) overload = std::string(parts->dispatcher_overload());
+    return std::make_pair(parts->qualified_op(), overload);
   }
   // Spellings of torch's builtins (F's builtins are torch._C._nn's or torch's).
   static constexpr std::string_view kPrefixes[] = {"torch.nn.functional.",

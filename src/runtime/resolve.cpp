@@ -174,23 +174,16 @@ constexpr Alias kAliases[] = {
 std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::string& name) {
   if (auto it = r.adapters.functions.find(name); it != r.adapters.functions.end()) return it->second;
   if (starts_with(name, "torch.ops.")) {
-    std::string rest = name.substr(10);
-    auto d1 = rest.find('.');
-    if (d1 == std::string::npos)
-      throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
-    std::string ns = rest.substr(0, d1), op = rest.substr(d1 + 1), overload;
-    if (auto d2 = op.find('.'); d2 != std::string::npos) {
-      overload = op.substr(d2 + 1);
-      op = op.substr(0, d2);
-    }
-    auto ops = r.overloads(ns + "::" + op);
-    if (!overload.empty()) {
-      const std::string want = overload == "default" ? "" : overload;
+    const OpsName* parts = Target(name).ops_name();
+    if (!parts) throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
+    auto ops = r.overloads(parts->qualified_op());
+    if (!parts->is_packet()) {
+      const std::string_view want = parts->dispatcher_overload();
       std::erase_if(ops, [&](const c10::OperatorHandle& h) { return h.schema().overload_name() != want; });
     }
     if (ops.empty())
-      throw Error(name + " is not a known operator: no " + ns + "::" + op +
-                  (overload.empty() ? "" : " overload '" + overload + "'") +
+      throw Error(name + " is not a known operator: no " + parts->qualified_op() +
+                  (parts->is_packet() ? "" : " overload '" + parts->overload + "'") +
                   " is registered with the dispatcher");
     return make_aten_callable(name, std::move(ops), false);
   }
