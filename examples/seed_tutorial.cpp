@@ -76,9 +76,12 @@ int main() {
     std::cout << "TraceError: " << e.what() << "\n";
   }
 
-  std::cout << "\n# 6.2 relu -> gelu\n";
+  std::cout << "\n# 6.1 symbolic_trace(SimpleNet)\n";
   SimpleNet net;
   auto gm = fx::symbolic_trace(net);
+  std::cout << gm->graph() << "\n";
+
+  std::cout << "\n# 6.2 relu -> gelu\n";
   for (fx::Node* n : gm->graph().nodes())
     if (n->op() == fx::Op::call_function && n->target() == "torch.relu") n->set_target("torch.nn.functional.gelu");
   gm->recompile();
