@@ -20,9 +20,12 @@
 // computes. docs/passes.md lists the rules.
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 namespace fx {
+
+class Node;
 
 enum class Impurity : uint8_t {
   none,
@@ -34,5 +37,10 @@ enum class Impurity : uint8_t {
 };
 
 std::string_view impurity_name(Impurity i);
+
+// The values an in-place call writes: the nodes in its first argument
+// (`self`) and in its `out=` argument. What CSE must not merge reads of, and
+// const folding must not freeze.
+void for_each_written_input(const Node& n, const std::function<void(Node*)>& fn);
 
 }  // namespace fx

@@ -202,6 +202,11 @@ Impurity Node::impurity() const {
   return Impurity::none;
 }
 
+void for_each_written_input(const Node& n, const std::function<void(Node*)>& fn) {
+  if (!n.args().empty()) for_each_node(n.args()[0], fn);
+  if (const Argument* out = n.kwarg("out")) for_each_node(*out, fn);
+}
+
 std::string_view impurity_name(Impurity i) {
   switch (i) {
     case Impurity::none:

@@ -127,11 +127,8 @@ at::Tensor folded_tensor(const c10::IValue& v, size_t index) {
 std::unordered_set<const Node*> written_values(const Graph& g) {
   std::unordered_set<const Node*> written;
   std::vector<Node*> stack;
-  for (Node* n : g.nodes()) {
-    if (n->impurity() != Impurity::in_place) continue;
-    if (!n->args().empty()) for_each_node(n->args()[0], [&](Node* self) { stack.push_back(self); });
-    if (const Argument* out = n->kwarg("out")) for_each_node(*out, [&](Node* o) { stack.push_back(o); });
-  }
+  for (Node* n : g.nodes())
+    if (n->impurity() == Impurity::in_place) for_each_written_input(*n, [&](Node* w) { stack.push_back(w); });
   while (!stack.empty()) {
     Node* v = stack.back();
     stack.pop_back();

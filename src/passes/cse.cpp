@@ -105,13 +105,6 @@ bool banned(const Node* n, const std::unordered_set<Target>& banned_ops) {
   return banned_ops.count(Target("torch.ops." + ops->ns + "." + ops->op)) > 0;
 }
 
-// The nodes an in-place call writes: its `self` (first node argument) and an `out=` node.
-void mark_mutated(const Node* n, std::unordered_set<const Node*>& mutated) {
-  if (!n->args().empty())
-    if (Node* self = n->args()[0].node()) mutated.insert(self);
-  if (const Argument* out = n->kwarg("out")) for_each_node(*out, [&](Node* o) { mutated.insert(o); });
-}
-
 }  // namespace
 
 std::vector<Target> get_CSE_banned_ops() {
@@ -135,7 +128,7 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
   for (Node* n : graph.nodes()) {
     if (n->op() == Op::placeholder || n->op() == Op::output || n->op() == Op::get_attr) continue;
     Impurity why = n->impurity();
-    if (why == Impurity::in_place) mark_mutated(n, mutated);
+    if (why == Impurity::in_place) for_each_written_input(*n, [&](Node* w) { mutated.insert(w); });
     if (why == Impurity::none && !banned(n, banned_set)) candidates.push_back(n);
   }
   SignatureTable kept(candidates.size());
