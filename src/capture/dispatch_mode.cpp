@@ -13,25 +13,60 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/PyInterpreter.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/library.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
+#include <thread>
 
 namespace fx::capture_detail {
 
 namespace {
 
-thread_local Recorder* active_recorder = nullptr;
+// Who owns a capture: its recorder, and the thread that captures. The
+// autograd engine runs a backward's functions on threads of its own too (a
+// CUDA backward on the device's thread; reentrant backwards nested deeper
+// than its limit on its pool), with the state of the thread that started
+// the backward. c10's ThreadLocalDebugInfo is part of that state, so the
+// capture leaves its owner there, and such a thread finds it.
+struct CaptureOwner final : c10::DebugInfoBase {
+  // One operator at a time, whichever thread runs it; recursive, because
+  // recording one operator can call others (alias, decompositions).
+  std::recursive_mutex mutex;
+  Recorder* recorder;  // null once the capture has ended
+  std::thread::id thread = std::this_thread::get_id();
+  explicit CaptureOwner(Recorder* r) : recorder(r) {}
+};
+constexpr std::string_view kOwnerName = "fxcpp capture";
+const c10::DebugInfoKind kOwnerKind(&kOwnerName);
+
+thread_local CaptureOwner* active_owner = nullptr;  // set on the capturing thread
 std::atomic<int> captures_running{0};
+
+// The capture whose operators this thread runs: its own, or, on a thread of
+// the autograd engine running a backward the capture started, that one.
+// (A thread that only inherited the state, as at::launch passes it on, runs
+// no graph task: its operators are refused, below.)
+CaptureOwner* owner_here() {
+  if (active_owner) return active_owner;
+  if (torch::autograd::get_current_graph_task_id() == -1) return nullptr;
+  return static_cast<CaptureOwner*>(c10::ThreadLocalDebugInfo::get(kOwnerKind));
+}
 
 template <c10::DispatchKey key>
 void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-  Recorder* r = active_recorder;
-  if (r && r->key() == key) {
-    r->on_operator(op, keys, stack);
-    return;
+  if (CaptureOwner* owner = owner_here()) {
+    std::lock_guard<std::recursive_mutex> lock(owner->mutex);
+    Recorder* r = owner->recorder;
+    if (r && r->key() == key) {
+      r->on_operator(op, keys, stack);
+      return;
+    }
   }
   // The key is on, but this thread is not capturing: it inherited the
   // capturing thread's dispatch state (at::launch, a JIT fork) and runs part
@@ -67,7 +102,10 @@ void capture_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, t
 // Where a shallow copy lands while this thread captures below autograd: an
 // aten::alias call, which the fallback records like any operator.
 c10::intrusive_ptr<c10::TensorImpl> detach_under_capture(const c10::TensorImpl* self) {
-  Recorder* r = active_recorder;
+  CaptureOwner* owner = owner_here();
+  std::unique_lock<std::recursive_mutex> lock;
+  if (owner) lock = std::unique_lock<std::recursive_mutex>(owner->mutex);
+  Recorder* r = owner ? owner->recorder : nullptr;
   if (r && r->key() == kBelowAutogradKey) {
     at::Tensor t(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
         const_cast<c10::TensorImpl*>(self)));
@@ -206,21 +244,32 @@ void register_fallback() {
 
 bool captures_are_running() { return captures_running.load() > 0; }
 
+std::thread::id capturing_thread() {
+  const CaptureOwner* owner = captures_running.load() > 0 ? owner_here() : nullptr;
+  return owner ? owner->thread : std::this_thread::get_id();
+}
+
 void run_recording(Recorder& recorder, const std::function<void()>& body) {
   register_fallback();
-  if (active_recorder)
+  if (active_owner)
     throw Error(
         "capture: a capture is already running on this thread; fx::capture cannot be called from "
         "inside the function being captured");
+  auto owner = std::make_shared<CaptureOwner>(&recorder);
   struct Deactivate {
+    CaptureOwner& owner;
     ~Deactivate() {
-      active_recorder = nullptr;
+      // An engine thread may still hold the owner (a backward left running).
+      std::lock_guard<std::recursive_mutex> lock(owner.mutex);
+      owner.recorder = nullptr;
+      active_owner = nullptr;
       --captures_running;
     }
-  } deactivate;
+  } deactivate{*owner};
   watch_allocations(/*first_capture=*/captures_running.load() == 0);
-  active_recorder = &recorder;
+  active_owner = owner.get();
   ++captures_running;
+  c10::DebugInfoGuard leave_owner(kOwnerKind, owner);
   c10::impl::IncludeDispatchKeyGuard on(recorder.key());
   std::optional<ModeOnStack> mode;
   if (recorder.key() == kBelowAutogradKey) mode.emplace();

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -236,6 +237,9 @@ const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op);
 
 // Whether a capture runs on any thread (dispatch_mode.cpp).
 bool captures_are_running();
+// The thread whose capture this thread's operators belong to: this one, or
+// the capturing thread for an autograd engine thread running its backward.
+std::thread::id capturing_thread();
 
 // Starts noting which thread makes each CPU allocation while captures run
 // (unseen_tensors.cpp); `first_capture` (no other capture running) forgets

@@ -31,7 +31,7 @@ class WatchingAllocator final : public c10::Allocator {
     c10::DataPtr p = inner_->allocate(n);
     if (p.get() && captures_are_running()) {
       std::lock_guard<std::mutex> lock(allocations_mutex);
-      allocating_threads()[p.get()] = std::this_thread::get_id();
+      allocating_threads()[p.get()] = capturing_thread();
     }
     return p;
   }
@@ -61,8 +61,8 @@ MadeDuringCapture made_during_capture(const at::Tensor& t) {
   std::lock_guard<std::mutex> lock(allocations_mutex);
   auto it = allocating_threads().find(t.storage().data());
   if (it == allocating_threads().end()) return MadeDuringCapture::no;
-  return it->second == std::this_thread::get_id() ? MadeDuringCapture::unseen_on_this_thread
-                                                  : MadeDuringCapture::on_another_thread;
+  return it->second == capturing_thread() ? MadeDuringCapture::unseen_on_this_thread
+                                          : MadeDuringCapture::on_another_thread;
 }
 
 }  // namespace fx::capture_detail

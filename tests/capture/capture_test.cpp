@@ -460,4 +460,80 @@ TEST(Capture, StockModulesAsTheyAre) {
   EXPECT_TRUE(torch::allclose(mha->run({q}).toTupleRef().elements()[0].toTensor(), out, 1e-4, 1e-5));
 }
 
+// A backward that runs a backward of its own, nested deeper than the
+// autograd engine's reentrant limit (60): the engine runs the deepest
+// levels on a thread of its reentrant pool, with the capturing thread's
+// state, as it runs a CUDA backward on its device thread. Those operators
+// belong to the capture.
+struct Nested : torch::autograd::Function<Nested> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t depth) {
+    ctx->saved_data["depth"] = depth;
+    return x * 2;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list g) {
+    const int64_t depth = ctx->saved_data["depth"].toInt();
+    at::Tensor grad = g[0] * 2;
+    if (depth > 0) {
+      torch::AutoGradMode on(true);
+      auto y = g[0].detach().requires_grad_();
+      auto inner = Nested::apply(y, depth - 1).sum();
+      grad = grad + torch::autograd::grad({inner}, {y})[0].sin();
+    }
+    return {grad, at::Tensor()};
+  }
+};
+
+TEST(Capture, BackwardOnAnAutogradWorkerThreadIsCaptured) {
+  constexpr int64_t kDepth = 70;
+  auto lin = torch::nn::Linear(3, 3);
+  auto x = torch::randn({2, 3});
+  auto step = [&](const Inputs& in) -> c10::IValue {
+    auto loss = Nested::apply(lin->forward(in[0].toTensor()), kDepth).sum();
+    loss.backward();
+    return loss;
+  };
+  auto gm = fx::capture_training_step(*lin, step, {x});
+  // One sin per nested level: the deepest ones ran on the pool's thread.
+  size_t sins = 0;
+  for (const fx::Node* n : gm->graph().nodes())
+    if (n->op() == fx::Op::call_function && n->target().str() == "torch.ops.aten.sin.default") ++sins;
+  EXPECT_EQ(sins, static_cast<size_t>(kDepth));
+
+  auto out = gm->run({x});
+  lin->zero_grad();
+  auto loss = step({x}).toTensor();
+  auto grads = out.toTupleRef().elements()[1].toGenericDict();
+  EXPECT_TRUE(torch::allclose(out.toTupleRef().elements()[0].toTensor(), loss));
+  for (const auto& p : lin->named_parameters())
+    EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
+}
+
+// A training step on CUDA tensors: the engine runs the backward on its
+// device thread. Skipped without a GPU.
+TEST(Capture, TrainingStepOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(0);
+  auto net = std::make_shared<Net>();
+  auto x = torch::randn({4, 4});
+  auto step = [&](const Inputs& in) -> c10::IValue {
+    auto loss = net->forward(in[0].toTensor()).pow(2).sum();
+    loss.backward();
+    return loss;
+  };
+  net->to(torch::kCUDA);
+  auto xc = x.to(torch::kCUDA);
+  auto gm = fx::capture_training_step(*net, step, {xc});
+  // The backward's operators ran on the device thread; they are in the graph.
+  EXPECT_NE(gm->code().find("threshold_backward"), std::string::npos) << gm->code();
+  auto out = gm->run({xc});
+  auto loss = step({xc}).toTensor();
+  const auto& items = out.toTupleRef().elements();
+  EXPECT_TRUE(items[0].toTensor().is_cuda());
+  EXPECT_TRUE(torch::allclose(items[0].toTensor(), loss, 1e-4, 1e-5));
+  auto grads = items[1].toGenericDict();
+  for (const auto& p : net->named_parameters())
+    EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
+}
+
 }  // namespace
