@@ -21,9 +21,11 @@
 #include <fx/target.h>
 #include <fx/tree_spec.h>
 
+#include <atomic>
 #include <cstddef>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -95,6 +97,9 @@ class Graph {
   // or inserting nodes while iterating is safe.
   NodeList nodes() const;
   size_t size() const { return size_; }
+  // One more than the largest Node::index() of this graph (erased nodes
+  // keep theirs): the size of an analysis's side array over its nodes.
+  size_t index_bound() const { return next_index_; }
   // Room for the names of n more nodes without growing the name table (a
   // builder that knows about how many nodes it makes: growth rehashes).
   void reserve(size_t n);
@@ -172,23 +177,20 @@ class Graph {
   LastUses last_uses(const std::vector<Node*>& order) const;
 
   // The position of each node of `order` (this graph's nodes(), in order),
-  // read in O(1) without a table: it lives in the nodes' scratch marks, so
-  // it holds until the next pass that marks them (last_uses, lint,
-  // python_code...). A node outside `order`, or asked after such a pass,
-  // has no position.
+  // read in O(1): a table by node index, 4 bytes per node the graph ever
+  // made. A node outside `order`, of another graph, or made after the
+  // table, has no position.
   class Positions {
    public:
     std::optional<size_t> of(const Node* n) const {
-      const uint64_t k = n->b_->mark - first_;  // wraps for older marks
-      if (n->b_->graph != graph_ || k >= size_) return std::nullopt;
-      return static_cast<size_t>(k);
+      if (n->b_->graph != graph_ || n->index_ >= at_.size() || at_[n->index_] == 0) return std::nullopt;
+      return static_cast<size_t>(at_[n->index_] - 1);
     }
 
    private:
     friend class Graph;
     const Graph* graph_ = nullptr;
-    uint64_t first_ = 0;
-    size_t size_ = 0;
+    std::vector<uint32_t> at_;  // position + 1, or 0
   };
   Positions positions(const std::vector<Node*>& order) const;
 
@@ -224,10 +226,11 @@ class Graph {
   void unlink(Node* n);
   void assign_order(Node* n);
   void renumber_from(Node* first_gap, uint64_t lo, uint64_t hi, size_t count);
-  void bucket_add(Node* n) const;
-  void bucket_remove(Node* n) const;
+  void bucket_add(Node* n);
+  void bucket_link(Node* n) const;
+  void bucket_remove(Node* n);
   void index_buckets() const;
-  uint64_t next_mark() const { return ++mark_epoch_; }
+  uint64_t next_mark() { return ++mark_epoch_; }
 
   Node* root_;  // sentinel: root_->next_ is the first node, root_->prev_ the last
   // Nodes live in blocks: created without a heap allocation each,
@@ -262,7 +265,8 @@ class Graph {
   Node* insert_anchor_;  // new nodes go before (or after) this node
   bool insert_after_ = false;
   Node* output_ = nullptr;
-  mutable uint64_t mark_epoch_ = 0;
+  uint64_t mark_epoch_ = 0;
+  uint32_t next_index_ = 0;
   std::unique_ptr<detail::Namespace> names_;
   // Whether every node name is in normal form (as create_name returns it),
   // so that python_code need not check it: only Node::set_name can break it.
@@ -281,8 +285,11 @@ class Graph {
     Node* head = nullptr;
     Node* tail = nullptr;
   };
-  mutable std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;  // find_nodes' index, once queried
-  mutable bool buckets_indexed_ = false;
+  // find_nodes' index, built by the first query (under the mutex: readers of
+  // a const graph may query at once) and then kept up to date by each edit.
+  mutable std::unordered_map<BucketKey, Bucket, BucketHash> buckets_;
+  mutable std::atomic<bool> buckets_indexed_ = false;
+  mutable std::mutex buckets_mutex_;
   OwningModule* owning_module_ = nullptr;
   std::optional<PyTreeInfo> pytree_info_;
 };

@@ -62,6 +62,11 @@ class Node {
   void set_target(Target target);
   Graph& graph() const { return *b_->graph; }
   bool erased() const { return erased_; }
+  // Dense and unique in the node's graph, in creation order, never reused:
+  // an analysis keeps its per-node state in an array of
+  // graph().index_bound() entries indexed by it, not in the nodes, so any
+  // number of threads can analyse one const graph at once.
+  uint32_t index() const { return index_; }
 
   const Args& args() const { return b_->args; }
   const Kwargs& kwargs() const { return b_->kwargs; }
@@ -186,7 +191,11 @@ class Node {
   // array of the same block (Graph::allocate_node).
   struct Body {
     Graph* graph = nullptr;
-    mutable uint64_t mark = 0;  // scratch for linear-time de-duplication
+    // Scratch for link_uses' de-duplication: an edit, never concurrent with
+    // a reader. Analyses of a const graph keep their marks in arrays of their
+    // own, indexed by Node::index_, so that any number of threads can read
+    // one graph at once.
+    uint64_t mark = 0;
     std::string name;
     Target target;
     Args args;
@@ -208,6 +217,7 @@ class Node {
   Op op_ = Op::placeholder;
   bool erased_ = false;
   bool is_root_ = false;
+  uint32_t index_ = 0;  // index()
 };
 
 class Node::UserRange {

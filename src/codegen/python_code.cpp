@@ -46,19 +46,17 @@ std::vector<std::string> split_type_args(std::string_view inner, char sep = ',')
 //
 // The graph's node names are already unique and in normal form, so a node
 // keeps its own name unless a global or a renamed node took it first. Such a
-// node is only marked as named (its scratch mark set to `epoch`), not
+// node is only marked as named (in `named_`, by node index), not
 // stored: the table holds the globals and the renamed nodes, and asks the
 // graph (`taken_elsewhere`) whether a name is that of a node named already.
 // The names are FX's, without a table of every node.
 class CodeNames final : public detail::NodeNamer {
  public:
-  using MarkOf = uint64_t& (*)(const Node*);
-  CodeNames(const Graph& graph, const std::vector<Node*>& order, uint64_t epoch, MarkOf mark_of,
+  CodeNames(const Graph& graph, const std::vector<Node*>& order, size_t index_bound,
             const detail::Namespace& graph_names, bool names_normal)
       : graph_(graph),
         order_(order),
-        epoch_(epoch),
-        mark_of_(mark_of),
+        named_(index_bound),
         graph_names_(graph_names),
         names_normal_(names_normal) {
     ns_.add_custom_builtins();
@@ -72,8 +70,8 @@ class CodeNames final : public detail::NodeNamer {
       out += ns_.create_name(n->name(), n);
       return;
     }
-    uint64_t& mark = mark_of_(n);
-    if (mark == epoch_) {  // named already: its own name, unless the table renamed it
+    auto named = named_[n->index()];
+    if (named) {  // named already: its own name, unless the table renamed it
       if (renamed_ == 0 || !ns_.has_object(n))
         out += n->name();
       else
@@ -81,13 +79,13 @@ class CodeNames final : public detail::NodeNamer {
       return;
     }
     if (names_normal_ ? ns_.keeps_plain(n->name()) : ns_.keeps(n->name(), n)) {
-      mark = epoch_;
+      named = true;
       out += n->name();
       return;
     }
     out += ns_.create_name(n->name(), n);
     ++renamed_;
-    mark = epoch_;  // after: while it is named, its own name is not taken by it
+    named = true;  // after: while it is named, its own name is not taken by it
   }
   std::string name_of(const Node* n) const {
     std::string out;
@@ -153,7 +151,7 @@ class CodeNames final : public detail::NodeNamer {
     if (by_name_.empty())  // rarely needed: built once, when a global or a renamed node asks
       for (const Node* n : order_) by_name_.emplace(n->name(), n);
     auto it = by_name_.find(name);
-    return it != by_name_.end() && mark_of_(it->second) == epoch_ && !ns_.has_object(it->second);
+    return it != by_name_.end() && named_[it->second->index()] && !ns_.has_object(it->second);
   }
 
   std::string record(std::string name, std::string_view what) {
@@ -165,8 +163,7 @@ class CodeNames final : public detail::NodeNamer {
 
   const Graph& graph_;
   const std::vector<Node*>& order_;
-  uint64_t epoch_;
-  MarkOf mark_of_;
+  mutable std::vector<bool> named_;  // by node index
   const detail::Namespace& graph_names_;
   const bool names_normal_;     // every node name is in normal form (Graph::names_normal_)
   mutable size_t renamed_ = 0;  // nodes of this graph the table renamed
@@ -239,9 +236,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
                 " nodes, but the order given has " + std::to_string(order.size()) +
                 "; pass last_uses(order) for the same order");
   PythonCode result;
-  CodeNames names(
-      *this, order, next_mark(), [](const Node* n) -> uint64_t& { return n->b_->mark; }, *names_,
-      names_normal_);
+  CodeNames names(*this, order, index_bound(), *names_, names_normal_);
 
   auto reprs = [&](const Argument& a) { return detail::repr(a, names); };
   // Every statement is appended to the body as FX's f-strings evaluate it,

@@ -2,10 +2,12 @@
 #include <fx/graph.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <new>
 #include <ostream>
 #include <type_traits>
+#include <unordered_set>
 
 #include "namespace.h"
 #include "repr.h"
@@ -106,8 +108,11 @@ Node* Graph::allocate_node() {
   if (blocks_.empty() || blocks_.back().full())
     blocks_.emplace_back(blocks_.empty() ? kFirstBlockNodes
                                          : std::min(2 * blocks_.back().capacity(), kMaxBlockNodes));
+  if (next_index_ == UINT32_MAX)
+    throw GraphError("a graph holds at most 4294967295 nodes, erased ones included");
   Node* n = blocks_.back().make_node();
   n->b_->graph = this;
+  n->index_ = next_index_++;
   return n;
 }
 
@@ -163,8 +168,11 @@ void Graph::assign_order(Node* n) {
   for (Node* cur = root_->next_; cur != root_; cur = cur->next_) cur->order_ = (k += gap);
 }
 
-void Graph::bucket_add(Node* n) const {
-  if (!buckets_indexed_) return;
+void Graph::bucket_add(Node* n) {
+  if (buckets_indexed_.load(std::memory_order_relaxed)) bucket_link(n);
+}
+
+void Graph::bucket_link(Node* n) const {
   Bucket& b = buckets_[BucketKey{n->op_, n->b_->target.entry()}];
   n->b_->bucket_prev = b.tail;
   n->b_->bucket_next = nullptr;
@@ -172,8 +180,8 @@ void Graph::bucket_add(Node* n) const {
   b.tail = n;
 }
 
-void Graph::bucket_remove(Node* n) const {
-  if (!buckets_indexed_) return;
+void Graph::bucket_remove(Node* n) {
+  if (!buckets_indexed_.load(std::memory_order_relaxed)) return;
   Bucket& b = buckets_[BucketKey{n->op_, n->b_->target.entry()}];
   (n->b_->bucket_prev ? n->b_->bucket_prev->b_->bucket_next : b.head) = n->b_->bucket_next;
   (n->b_->bucket_next ? n->b_->bucket_next->b_->bucket_prev : b.tail) = n->b_->bucket_prev;
@@ -374,17 +382,20 @@ bool Graph::eliminate_dead_code(const std::function<bool(const Node&)>& is_impur
 
 // The node blocks hold the nodes in creation order.
 void Graph::index_buckets() const {
-  buckets_indexed_ = true;
   for (const Block& block : blocks_) {
     for (size_t i = 0; i < block.used(); ++i) {
       Node* n = block.node(i);
-      if (!n->is_root_ && !n->erased_) bucket_add(n);
+      if (!n->is_root_ && !n->erased_) bucket_link(n);
     }
   }
+  buckets_indexed_.store(true, std::memory_order_release);
 }
 
 std::vector<Node*> Graph::find_nodes(Op op, Target target) const {
-  if (!buckets_indexed_) index_buckets();
+  if (!buckets_indexed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(buckets_mutex_);
+    if (!buckets_indexed_.load(std::memory_order_relaxed)) index_buckets();
+  }
   std::vector<Node*> out;
   auto it = buckets_.find(BucketKey{op, target.entry()});
   if (it == buckets_.end()) return out;
@@ -400,12 +411,14 @@ Graph::LastUses Graph::last_uses(const std::vector<Node*>& order) const {
   LastUses uses;
   uses.nodes_.reserve(order.size());
   uses.end_.resize(order.size() + 1);
-  const uint64_t seen = next_mark();
+  std::vector<bool> seen(index_bound());
+  std::unordered_set<const Node*> seen_elsewhere;  // nodes of other graphs (lint refuses them)
   for (size_t i = order.size(); i-- > 0;) {
     uses.end_[i + 1] = uses.nodes_.size();
     detail::visit_nodes(order[i]->b_->args, order[i]->b_->kwargs, [&](Node* in) {
-      if (in->b_->mark != seen) {
-        in->b_->mark = seen;
+      const bool first = in->b_->graph == this ? !seen[in->index_] : seen_elsewhere.insert(in).second;
+      if (first) {
+        if (in->b_->graph == this) seen[in->index_] = true;
         uses.nodes_.push_back(in);
       }
     });
@@ -417,10 +430,11 @@ Graph::LastUses Graph::last_uses(const std::vector<Node*>& order) const {
 Graph::Positions Graph::positions(const std::vector<Node*>& order) const {
   Positions p;
   p.graph_ = this;
-  p.first_ = mark_epoch_ + 1;
-  p.size_ = order.size();
-  mark_epoch_ += order.size();  // a fresh mark per position: none was used before, none will be again
-  for (size_t i = 0; i < order.size(); ++i) order[i]->b_->mark = p.first_ + i;
+  p.at_.resize(index_bound());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
+    if (n->b_->graph == this) p.at_[n->index_] = static_cast<uint32_t>(i + 1);  // else: no position
+  }
   return p;
 }
 

@@ -37,7 +37,11 @@ void Graph::lint() const {
   detail::IndexSet names;
   names.reserve(size_);
   auto name_of = [&](uint32_t i) { return std::string_view(*named[i]); };
-  uint64_t seen = next_mark();  // nodes already defined carry this mark
+  // A mark per node, by index: `seen` once defined; while its user is
+  // checked, that user's own stamp (so each input counts once).
+  std::vector<uint64_t> mark(index_bound());
+  constexpr uint64_t seen = 1;
+  uint64_t stamp = seen;
   size_t count = 0;
   const Node* prev = root_;
   for (Node* n = root_->next_; n != root_; prev = n, n = n->next_) {
@@ -53,26 +57,28 @@ void Graph::lint() const {
     if (n->op_ == Op::output && n != output_) fail(n, "is a second output node");
 
     // Inputs: defined earlier in this graph, and each one lists n as a user.
-    uint64_t mine = next_mark();
+    const uint64_t mine = ++stamp;
     size_t distinct = 0;
     auto check_arg = [&](Node* in) {
       if (in->b_->graph != this)
         fail(n, "argument " + quoted(in) +
                     " belongs to another graph; copy nodes with node_copy's arg_transform");
       if (in->erased_) fail(n, "argument " + quoted(in) + " is an erased node");
-      if (in->b_->mark != seen && in->b_->mark != mine)
+      uint64_t& m = mark[in->index_];
+      if (m != seen && m != mine)
         fail(n, "argument " + quoted(in) +
                     " is used before it is defined; the graph must be topologically ordered");
-      if (in->b_->mark == seen) {
-        in->b_->mark = mine;
+      if (m == seen) {
+        m = mine;
         ++distinct;
       }
     };
     detail::visit_nodes(n->b_->args, n->b_->kwargs, check_arg);
     if (distinct != n->b_->inputs.size()) fail(n, "its input list disagrees with its args/kwargs");
     for (const auto& u : n->b_->inputs) {
-      if (u.user != n || u.def->b_->mark != mine) fail(n, "its input list disagrees with its args/kwargs");
-      u.def->b_->mark = seen;
+      if (u.user != n || u.def->b_->graph != this || mark[u.def->index_] != mine)
+        fail(n, "its input list disagrees with its args/kwargs");
+      mark[u.def->index_] = seen;
     }
     // Users: each user's input list holds the use record that points here.
     size_t users = 0;
@@ -112,7 +118,7 @@ void Graph::lint() const {
       case Op::call_function:
         break;
     }
-    n->b_->mark = seen;
+    mark[n->index_] = seen;
   }
   if (count != size_)
     throw LintError("lint: the graph counts " + std::to_string(size_) + " nodes but lists " +

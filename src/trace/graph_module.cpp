@@ -544,8 +544,7 @@ void GraphModule::recompile() {
   plan->args.reserve(2 * order.size());
   plan->site_slots.reserve(2 * order.size());
   plan->dead.reserve(order.size());  // a value dies once
-  const auto position =
-      graph_->positions(order);  // after last_uses and python_code, which mark the nodes too
+  const auto position = graph_->positions(order);
   // A node's slot is its position; only the nodes inside nested arguments
   // (lists, dicts), read by slot at run time, are kept in slot_of.
   auto slot = [&](const Node* n) {

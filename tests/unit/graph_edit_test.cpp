@@ -265,7 +265,7 @@ TEST(GraphEdit, SetTargetKeepsTheNameAndReindexes) {
 
 namespace {
 
-TEST(GraphEdit, PositionsHoldUntilTheNextPassThatMarksTheNodes) {
+TEST(GraphEdit, PositionsHoldWhateverRunsAfterThem) {
   fx::Graph g, other;
   fx::Node* x = g.placeholder("x");
   fx::Node* y = g.call_function("torch.relu", {x});
@@ -277,11 +277,38 @@ TEST(GraphEdit, PositionsHoldUntilTheNextPassThatMarksTheNodes) {
   EXPECT_EQ(pos.of(y), 1u);
   EXPECT_EQ(pos.of(out), 2u);
   EXPECT_EQ(pos.of(stranger), std::nullopt);  // another graph's node
-  const auto again = g.positions(order);
-  EXPECT_EQ(again.of(y), 1u);
-  EXPECT_EQ(pos.of(y), std::nullopt);  // numbered again since
+  // Analyses keep their state apart from the nodes: nothing run after
+  // the table changes it.
+  const auto again = g.positions({out, y});
   g.last_uses(order);
-  EXPECT_EQ(again.of(x), std::nullopt);  // re-marked by last_uses
+  g.lint();
+  (void)g.python_code("self");
+  EXPECT_EQ(pos.of(y), 1u);
+  EXPECT_EQ(again.of(y), 1u);
+  EXPECT_EQ(again.of(x), std::nullopt);  // not in that order
+  // A node made after the table has no position in it.
+  auto at = g.inserting_before(out);
+  EXPECT_EQ(pos.of(g.call_function("torch.neg", {y})), std::nullopt);
+}
+
+TEST(GraphEdit, NodeIndicesAreDenseAndNeverReused) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  fx::Node* y = g.call_function("torch.relu", {x});
+  g.output(y);
+  EXPECT_LT(x->index(), y->index());
+  EXPECT_LT(y->index(), g.index_bound());
+  const uint32_t old = y->index();
+  fx::Node* z = nullptr;
+  {
+    auto at = g.inserting_before(y);
+    z = g.call_function("torch.neg", {x});
+  }
+  y->replace_all_uses_with(z);
+  g.erase_node(y);
+  auto at = g.inserting_before(z);
+  EXPECT_GT(g.call_function("torch.sin", {x})->index(), old);
+  EXPECT_EQ(g.index_bound(), static_cast<size_t>(g.call_function("torch.cos", {x})->index()) + 1);
 }
 
 }  // namespace
