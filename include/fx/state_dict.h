@@ -54,5 +54,10 @@ void save_state_dict(const torch::nn::Module& module, const std::string& path);
 std::vector<at::Tensor> read_tensors(const std::string& path);
 // torch.load reads the file as a list of tensors.
 void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path);
+// torch.load (weights_only, its default) reads the file as a list of these
+// values: tensors, ints, floats, bools, None, strings, and tuples, lists and
+// dicts of them (what a module returns). Throws fx::Error naming the
+// position of a value of another kind.
+void save_values(const std::vector<c10::IValue>& values, const std::string& path);
 
 }  // namespace fx

@@ -128,6 +128,54 @@ void save_state_dict(const torch::nn::Module& module, const std::string& path) {
   write_pickle(dict, path, "fx::save_state_dict");
 }
 
+namespace {
+
+// The value as torch.load(weights_only=True) reads it back: containers of
+// Any (a typed list is pickled through torch.jit._pickle globals, which
+// weights_only refuses), tensors detached.
+c10::IValue savable(const c10::IValue& v, const std::string& where) {
+  if (v.isTensor()) return v.toTensor().detach();
+  if (v.isNone() || v.isBool() || v.isInt() || v.isDouble() || v.isString()) return v;
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    const auto& elements = v.toTupleRef().elements();
+    for (size_t i = 0; i < elements.size(); ++i)
+      items.push_back(savable(elements[i], where + "[" + std::to_string(i) + "]"));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isList()) {
+    c10::impl::GenericList list(c10::AnyType::get());
+    const auto items = v.toListRef();
+    for (size_t i = 0; i < items.size(); ++i)
+      list.push_back(savable(items[i], where + "[" + std::to_string(i) + "]"));
+    return list;
+  }
+  if (v.isGenericDict()) {
+    const auto src = v.toGenericDict();
+    c10::impl::GenericDict dict(src.keyType(), c10::AnyType::get());
+    for (const auto& kv : src) {
+      if (!kv.key().isString() && !kv.key().isInt())
+        throw Error("fx::save_values: a dict at " + where + " has a " + kv.key().tagKind() +
+                    " key; only str and int keys are saved");
+      const std::string key = kv.key().isString() ? "['" + kv.key().toStringRef() + "']"
+                                                  : "[" + std::to_string(kv.key().toInt()) + "]";
+      dict.insert(kv.key(), savable(kv.value(), where + key));
+    }
+    return dict;
+  }
+  throw Error("fx::save_values: the value at " + where + " is a " + v.tagKind() +
+              "; a saved value is a tensor, int, float, bool, None, str, or a tuple, list or dict of them");
+}
+
+}  // namespace
+
+void save_values(const std::vector<c10::IValue>& values, const std::string& path) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  for (size_t i = 0; i < values.size(); ++i)
+    list.push_back(savable(values[i], "[" + std::to_string(i) + "]"));
+  write_pickle(list, path, "fx::save_values");
+}
+
 void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path) {
   // A list of Any, not a c10::List<at::Tensor>: the pickler writes a tensor list
   // through torch.jit._pickle.build_tensorlist, another global weights_only refuses.

@@ -4,7 +4,7 @@
 
 A torchvision resnet18 goes through `python3 -m fxcpp export`; then every fxc
 command runs on the file: show (graph and code identical to torch.fx's), run
-(outputs allclose to PyTorch's), opt with --verify, draw, export-py (imported
+(outputs allclose to PyTorch's, non-tensor outputs too), opt with --verify, draw, export-py (imported
 and run by Python), bench; and malformed input gives one line on stderr and a
 non-zero exit code.
 """
@@ -70,6 +70,24 @@ def main():
     out = torch.load(path('out.pt'))
     check(isinstance(out, list) and len(out) == 1 and torch.allclose(out[0], expected, rtol=1e-4, atol=1e-5),
           'fxc run output differs from PyTorch\'s')
+
+    # run: a module returning numbers, a bool, None, a string and a dict beside tensors
+    class Mixed(torch.nn.Module):
+        def forward(self, x):
+            return x * 2, x.size(0), {'sum': x.sum(), 'none': None, 'is_4d': x.dim() == 4, 'scale': 1.5}
+
+    fxfile.save(torch.fx.symbolic_trace(Mixed()), path('mixed.fxg'))
+    fxc('run', path('mixed.fxg'), '--inputs', path('in.pt'), '--output', path('mixed_out.pt'))
+    out = torch.load(path('mixed_out.pt'))
+    want = Mixed()(x)
+    check(isinstance(out, list) and len(out) == 3 and torch.allclose(out[0], want[0]) and out[1] == 2
+          and isinstance(out[2], dict) and list(out[2]) == ['sum', 'none', 'is_4d', 'scale']
+          and torch.allclose(out[2]['sum'], want[2]['sum']) and out[2]['none'] is None
+          and out[2]['is_4d'] is True and out[2]['scale'] == 1.5,
+          f'fxc run of a module with non-tensor outputs: {out!r}')
+    p = fxc('run', path('mixed.fxg'), '--inputs', path('in.pt'))
+    check("output 1: 2\n" in p.stdout and "'none': None, 'is_4d': True, 'scale': 1.5}" in p.stdout,
+          f'fxc run printed {p.stdout!r}')
 
     # opt: the optimized file still gives the same outputs, in fxc and in torch.fx
     p = fxc('opt', path('r18.fxg'), '-p', 'remove_dropout,fuse,cse,dce', '-o', path('opt.fxg'), '--verify',

@@ -25,8 +25,9 @@ std::unique_ptr<fx::GraphModule> load_module(const std::string& path);
 // The tensors of `path` (a torch.save'd list) as the module's inputs; throws
 // fx::Error when their number does not fit the module's placeholders.
 std::vector<c10::IValue> read_inputs(const fx::GraphModule& gm, const std::string& path);
-// The module's output flattened to tensors (a tensor, or a tuple/list of them).
-std::vector<at::Tensor> output_tensors(const c10::IValue& out);
+// The module's outputs: the items of a returned tuple or list, or the one
+// value returned.
+std::vector<c10::IValue> output_values(const c10::IValue& out);
 // True when stdout/stderr is a terminal (colour, progress bars).
 bool is_terminal(int fd);
 

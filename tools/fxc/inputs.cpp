@@ -27,20 +27,10 @@ std::vector<c10::IValue> read_inputs(const fx::GraphModule& gm, const std::strin
   return {tensors.begin(), tensors.end()};
 }
 
-std::vector<at::Tensor> output_tensors(const c10::IValue& out) {
-  if (out.isTensor()) return {out.toTensor()};
-  std::vector<at::Tensor> flat;
-  auto add = [&](const c10::IValue& v) {
-    if (!v.isTensor()) throw fx::Error("the module returned a " + v.tagKind() + " where fxc expects tensors");
-    flat.push_back(v.toTensor());
-  };
-  if (out.isTuple())
-    for (const auto& v : out.toTupleRef().elements()) add(v);
-  else if (out.isList())
-    for (const auto& v : out.toListRef()) add(v);
-  else
-    add(out);
-  return flat;
+std::vector<c10::IValue> output_values(const c10::IValue& out) {
+  if (out.isTuple()) return out.toTupleRef().elements().vec();
+  if (out.isList()) return out.toListRef().vec();
+  return {out};
 }
 
 bool is_terminal(int fd) { return isatty(fd) == 1; }
