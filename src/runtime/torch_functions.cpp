@@ -1,7 +1,8 @@
 // torch.* functions that are Python code in torch (2.14), not ATen operators,
 // or whose Python signature differs from the ATen schema: torch.split,
 // torch.einsum / meshgrid / broadcast_tensors (varargs), torch.tensor,
-// torch.is_tensor, torch._assert, torch.fx's _assert_is_none.
+// torch.norm and Tensor.norm (p='fro' by default), torch.is_tensor,
+// torch._assert, torch.fx's _assert_is_none.
 
 #include "internal.h"
 
@@ -34,6 +35,41 @@ void flatten_data(const std::string& fn, const c10::IValue& v, std::vector<int64
   if (!is_number(v))
     throw Error(fn + ": could not convert a " + python_type_name(v) + " to a tensor element");
   flat.push_back(v);
+}
+
+// torch.norm(input, p, dim, keepdim, out, dtype), as torch/functional.py
+// computes it for a strided tensor: 'fro' over at most two dims (or all) is
+// the 2-norm of linalg.vector_norm, another string goes to
+// linalg.matrix_norm, a number (None meaning 2) to linalg.vector_norm.
+c10::IValue norm(const std::string& fn, const std::vector<c10::IValue>& a) {
+  const at::Tensor input = to_tensor(fn, a[0]);
+  const c10::IValue &p = a[1], &dim = a[2];
+  const bool keepdim = to_bool(fn, a[3]);
+  const c10::IValue& out = a[4];
+  const auto dtype = a[5].isNone()
+                         ? c10::optional<c10::ScalarType>()
+                         : c10::optional<c10::ScalarType>(static_cast<c10::ScalarType>(to_int(fn, a[5])));
+  if (input.layout() != at::kStrided)
+    throw Error(fn + ": only strided tensors are supported (this one is " + c10::str(input.layout()) + ")");
+  c10::optional<std::vector<int64_t>> dims;
+  if (!dim.isNone()) dims = dim.isInt() ? std::vector<int64_t>{dim.toInt()} : to_int_list(fn, dim);
+  auto vector_norm = [&](const at::Scalar& ord) {
+    const at::OptionalIntArrayRef d = dims ? at::OptionalIntArrayRef(*dims) : c10::nullopt;
+    if (out.isNone()) return at::linalg_vector_norm(input, ord, d, keepdim, dtype);
+    at::Tensor o = to_tensor(fn, out);
+    return at::linalg_vector_norm_out(o, input, ord, d, keepdim, dtype);
+  };
+  if (p.isString()) {
+    const std::string ord = p.toStringRef();
+    if (ord == "fro" && (!dims || dim.isInt() || dims->size() <= 2)) return vector_norm(2);
+    std::vector<int64_t> d = dims ? *dims : std::vector<int64_t>{};
+    if (!dims)
+      for (int64_t i = 0; i < input.dim(); ++i) d.push_back(i);
+    if (out.isNone()) return at::linalg_matrix_norm(input, ord, d, keepdim, dtype);
+    at::Tensor o = to_tensor(fn, out);
+    return at::linalg_matrix_norm_out(o, input, ord, d, keepdim, dtype);
+  }
+  return vector_norm(p.isNone() ? at::Scalar(2.0) : to_scalar(fn, p));
 }
 
 }  // namespace
@@ -77,6 +113,23 @@ void register_torch_functions(Adapters& ad) {
       return c10::ivalue::Tuple::create(std::vector<c10::IValue>(r.begin(), r.end()));
     });
   }
+  for (const char* name : {"torch.norm", "torch.functional.norm"}) {
+    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      return norm(name, bind(name,
+                             {req("input"), opt("p", std::string("fro")), opt("dim", c10::IValue()),
+                              opt("keepdim", false), opt("out", c10::IValue()), opt("dtype", c10::IValue())},
+                             args, kwargs));
+    });
+  }
+  // Tensor.norm(p='fro', dim=None, keepdim=False, dtype=None): torch.norm.
+  ad.method("norm", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+    auto a = bind("Tensor.norm",
+                  {req("self"), opt("p", std::string("fro")), opt("dim", c10::IValue()),
+                   opt("keepdim", false), opt("dtype", c10::IValue())},
+                  args, kwargs);
+    a.insert(a.begin() + 4, c10::IValue());  // out
+    return norm("Tensor.norm", a);
+  });
   ad.function("torch.tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     const std::string fn = "torch.tensor";
     auto a = bind(fn,
