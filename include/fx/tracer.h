@@ -114,6 +114,12 @@ class Tracer {
   Module& root() { return *root_; }
   // The tracer running on this thread, or nullptr.
   static Tracer* current();
+  // Whether `v` is or holds (in a list or tuple) a parameter of the module
+  // being traced. Used in forward, a parameter is symbolic, whatever it is combined with:
+  // `Value(scale).exp()` records get_attr scale and exp, as torch.fx's parameter proxies do, so the graph
+  // follows the parameter after load_state_dict or an optimizer step. (Buffers and other tensors compute
+  // eagerly when no proxy is involved, as in torch.fx, whose default tracer does not proxy buffers.)
+  bool holds_parameter(const Value& v);
 
  private:
   Value concrete_placeholder(const Module::Param& param, const ConcreteArg& arg, int& count, TreeSpec& spec);

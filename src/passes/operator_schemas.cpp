@@ -2,6 +2,7 @@
 #include <fx/graph_module.h>
 #include <fx/node.h>
 #include <fx/passes/operator_schemas.h>
+#include <fx/python_function.h>
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -227,36 +228,23 @@ Signature schema_to_signature(const c10::FunctionSchema& schema) {
   return sig;
 }
 
-// The Python functions of torch.nn.functional and torch.functional.
-struct TableParam {
-  const char* name;
-  bool kwonly;
-  bool has_default;
-  Argument default_value;
-};
-struct TableEntry {
-  const char* name;
-  bool supported;  // false: *args or the like; FX normalizes nothing
-  std::vector<TableParam> params;
-};
+// The Python functions of torch.nn.functional, torch.functional and torch
+// (fx/python_function.h).
 const std::unordered_map<std::string_view, Signature>& python_signatures(
     std::unordered_set<std::string_view>** unsupported) {
   static std::unordered_set<std::string_view> no;
   static const std::unordered_map<std::string_view, Signature> table = [] {
-    static const std::vector<TableEntry> entries = {
-#include "python_signatures.inc"
-    };
     std::unordered_map<std::string_view, Signature> out;
-    for (const TableEntry& e : entries) {
-      if (!e.supported) {
-        no.insert(e.name);
+    for (const PythonFunction& f : python_functions()) {
+      if (!f.supported) {
+        no.insert(f.name);
         continue;
       }
       Signature sig;
-      sig.shown = e.name;
-      for (const TableParam& p : e.params)
+      sig.shown = f.name;
+      for (const PythonParam& p : f.params)
         sig.params.push_back(Param{p.name, p.kwonly, false, p.has_default, p.default_value, other("?")});
-      out.emplace(e.name, std::move(sig));
+      out.emplace(f.name, std::move(sig));
     }
     return out;
   }();
@@ -266,57 +254,9 @@ const std::unordered_map<std::string_view, Signature>& python_signatures(
 
 // ---- binding -------------------------------------------------------------------
 
-// torch.utils._inspect._fast_bind (torch.fx 2.x binds with it, not with
-// inspect.Signature.bind): for each parameter, the positional index it takes
-// (< nargs), nargs + the index of the keyword it takes, or -1. Returns
-// false, with _fast_bind's reason, where it raises TypeError; its checks run
-// in its order (parameters first, unknown keywords last), so a call wrong in
-// two ways gets the same message.
 bool bind_arguments(const Signature& sig, size_t nargs, const std::vector<std::string_view>& keywords,
                     std::vector<int64_t>& slots, std::string& why) {
-  slots.assign(sig.params.size(), -1);
-  size_t max_positional = 0;
-  for (const Param& p : sig.params) max_positional += !p.kwonly;
-  if (nargs > max_positional) {
-    why = "Too many positional arguments: expected max " + std::to_string(max_positional) + ", got " +
-          std::to_string(nargs);
-    return false;
-  }
-  auto keyword = [&](const std::string& name) -> int64_t {
-    for (size_t k = 0; k < keywords.size(); ++k)
-      if (keywords[k] == name) return static_cast<int64_t>(k);
-    return -1;
-  };
-  size_t i = 0;
-  for (size_t p = 0; p < sig.params.size(); ++p) {
-    const Param& param = sig.params[p];
-    const int64_t k = keyword(param.name);
-    if (param.positional_only && k >= 0) {
-      why = "Got some positional-only arguments passed as keyword arguments: '" + param.name + "'";
-      return false;
-    }
-    if (!param.kwonly && i < nargs) {
-      if (k >= 0) {
-        why = "Multiple values for argument '" + param.name + "'";
-        return false;
-      }
-      slots[p] = static_cast<int64_t>(i++);
-    } else if (k >= 0) {
-      slots[p] = static_cast<int64_t>(nargs) + k;
-    } else if (!param.has_default) {
-      why = "Missing required argument '" + param.name + "'";
-      return false;
-    }
-  }
-  for (std::string_view name : keywords) {
-    bool known = false;
-    for (const Param& param : sig.params) known = known || param.name == name;
-    if (!known) {
-      why = "Got an unexpected keyword argument '" + std::string(name) + "'";
-      return false;
-    }
-  }
-  return true;
+  return fast_bind(sig.params, nargs, keywords, slots, why);
 }
 
 std::vector<std::string_view> keyword_names(const Kwargs& kwargs) {

@@ -364,27 +364,31 @@ void register_functional(Adapters& ad) {
       });
 
   // ---- pooling: stride=None means kernel_size; return_indices ---------------
-  for (int nd = 1; nd <= 3; ++nd) {
-    const size_t n = static_cast<size_t>(nd);
-    reg("max_pool" + std::to_string(nd) + "d",
-        {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
-         opt("dilation", int64_t{1}), opt("ceil_mode", false), opt("return_indices", false)},
-        [n](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          auto k = to_int_list(fn, a[1], n);
-          auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
-          auto p = to_int_list(fn, a[3], n), d = to_int_list(fn, a[4], n);
-          const bool ceil = to_bool(fn, a[5]), idx = to_bool(fn, a[6]);
-          if (n == 1)
-            return idx ? pair(at::max_pool1d_with_indices(x, k, s, p, d, ceil))
-                       : c10::IValue(at::max_pool1d(x, k, s, p, d, ceil));
-          if (n == 2)
-            return idx ? pair(at::max_pool2d_with_indices(x, k, s, p, d, ceil))
-                       : c10::IValue(at::max_pool2d(x, k, s, p, d, ceil));
-          return idx ? pair(at::max_pool3d_with_indices(x, k, s, p, d, ceil))
-                     : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
-        });
-  }
+  // F.max_poolNd is a boolean dispatch on return_indices; torch.fx records
+  // the branch taken, max_poolNd_with_indices when it is true, which returns
+  // the indices whatever its return_indices says.
+  for (int nd = 1; nd <= 3; ++nd)
+    for (const bool with_indices : {false, true}) {
+      const size_t n = static_cast<size_t>(nd);
+      reg("max_pool" + std::to_string(nd) + "d" + (with_indices ? "_with_indices" : ""),
+          {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
+           opt("dilation", int64_t{1}), opt("ceil_mode", false), opt("return_indices", false)},
+          [n, with_indices](const std::string& fn, std::vector<c10::IValue>& a) {
+            at::Tensor x = to_tensor(fn, a[0]);
+            auto k = to_int_list(fn, a[1], n);
+            auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
+            auto p = to_int_list(fn, a[3], n), d = to_int_list(fn, a[4], n);
+            const bool ceil = to_bool(fn, a[5]), idx = with_indices || to_bool(fn, a[6]);
+            if (n == 1)
+              return idx ? pair(at::max_pool1d_with_indices(x, k, s, p, d, ceil))
+                         : c10::IValue(at::max_pool1d(x, k, s, p, d, ceil));
+            if (n == 2)
+              return idx ? pair(at::max_pool2d_with_indices(x, k, s, p, d, ceil))
+                         : c10::IValue(at::max_pool2d(x, k, s, p, d, ceil));
+            return idx ? pair(at::max_pool3d_with_indices(x, k, s, p, d, ceil))
+                       : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
+          });
+    }
   reg("avg_pool1d",
       {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
        opt("ceil_mode", false), opt("count_include_pad", true)},
@@ -421,16 +425,17 @@ void register_functional(Adapters& ad) {
           if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
           return c10::IValue(at::adaptive_avg_pool3d(x, o));
         });
-    reg("adaptive_max_pool" + std::to_string(nd) + "d",
-        {req("input"), req("output_size"), opt("return_indices", false)},
-        [n](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          auto o = adaptive_size(fn, x, a[1], n);
-          auto r = n == 1   ? at::adaptive_max_pool1d(x, o)
-                   : n == 2 ? at::adaptive_max_pool2d(x, o)
-                            : at::adaptive_max_pool3d(x, o);
-          return to_bool(fn, a[2]) ? pair(r) : c10::IValue(std::get<0>(r));
-        });
+    for (const bool with_indices : {false, true})
+      reg("adaptive_max_pool" + std::to_string(nd) + "d" + (with_indices ? "_with_indices" : ""),
+          {req("input"), req("output_size"), opt("return_indices", false)},
+          [n, with_indices](const std::string& fn, std::vector<c10::IValue>& a) {
+            at::Tensor x = to_tensor(fn, a[0]);
+            auto o = adaptive_size(fn, x, a[1], n);
+            auto r = n == 1   ? at::adaptive_max_pool1d(x, o)
+                     : n == 2 ? at::adaptive_max_pool2d(x, o)
+                              : at::adaptive_max_pool3d(x, o);
+            return with_indices || to_bool(fn, a[2]) ? pair(r) : c10::IValue(std::get<0>(r));
+          });
   }
 
   // ---- interpolate: size / scale_factor -> the upsample_* kernel ------------

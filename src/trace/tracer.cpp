@@ -196,6 +196,19 @@ std::string Tracer::path_of_module(const Module& m) const {
   return std::string(*path);
 }
 
+bool Tracer::holds_parameter(const Value& v) {
+  if (!root_) return false;
+  if (const auto* seq = std::get_if<std::shared_ptr<const Value::Seq>>(&v.v_)) {
+    for (const auto& item : (*seq)->items)
+      if (holds_parameter(item)) return true;
+    return false;
+  }
+  const auto* iv = std::get_if<c10::IValue>(&v.v_);
+  if (!iv || !iv->isTensor() || !iv->toTensor().defined()) return false;
+  index_tensors();
+  return param_names_.count(identity(iv->toTensor())) > 0;
+}
+
 Value Tracer::getattr(std::string_view qualified_name, const at::Tensor& value) {
   auto it = param_proxies_.find(identity(value));
   if (it != param_proxies_.end()) return it->second;

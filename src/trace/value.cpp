@@ -1,5 +1,6 @@
 // fx::Value: concrete values run on LibTorch, symbolic ones are recorded.
 #include <fx/node.h>
+#include <fx/python_function.h>
 #include <fx/runtime.h>
 #include <fx/tracer.h>
 #include <fx/value.h>
@@ -57,6 +58,13 @@ Tracer* detail::find_tracer(const std::vector<Value>& args, const ValueKwargs& k
     if (Tracer* t = find_tracer(a)) return t;
   for (const auto& kv : kwargs)
     if (Tracer* t = find_tracer(kv.second)) return t;
+  // No proxy: a parameter of the traced module is symbolic all the same.
+  if (Tracer* t = Tracer::current()) {
+    for (const auto& a : args)
+      if (t->holds_parameter(a)) return t;
+    for (const auto& kv : kwargs)
+      if (t->holds_parameter(kv.second)) return t;
+  }
   return nullptr;
 }
 
@@ -236,15 +244,62 @@ Value Value::call_method(std::string_view name, std::vector<Value> args, ValueKw
   return Value(resolve_method(name)->call(runtime_args(args), runtime_kwargs(kwargs)));
 }
 
+namespace {
+
+// A Python function of torch reached by a proxy (fx/python_function.h): the
+// call torch.fx records, its handle_torch_function arguments, every
+// parameter after the first ones by keyword with its default filled in.
+Value record_python_function(Tracer& tracer, const PythonFunction& f, const Target& target,
+                             const std::vector<Value>& args, const ValueKwargs& kwargs) {
+  std::vector<std::string_view> keywords;
+  keywords.reserve(kwargs.size());
+  for (const auto& kv : kwargs) keywords.push_back(kv.first);
+  std::vector<int64_t> slots;
+  std::string why;
+  if (!fast_bind(f.params, args.size(), keywords, slots, why))
+    throw TraceError(std::string(f.name) + "(): TypeError: " + why);
+  auto value_of = [&](size_t p) -> Value {
+    const int64_t s = slots[p];
+    if (s < 0) return Value(to_ivalue(f.params[p].default_value));
+    if (static_cast<size_t>(s) < args.size()) return args[static_cast<size_t>(s)];
+    return kwargs[static_cast<size_t>(s) - args.size()].second;
+  };
+  const PythonFunction::Form* form = &*f.form;
+  if (f.dispatch_param >= 0 && static_cast<bool>(value_of(static_cast<size_t>(f.dispatch_param)))) {
+    if (!f.form_if_true) return tracer.create_proxy(Op::call_function, target, args, kwargs);
+    form = &*f.form_if_true;
+  }
+  std::vector<Value> recorded_args;
+  ValueKwargs recorded_kwargs;
+  for (const auto& item : form->items) {
+    Value v = item.param >= 0 ? value_of(static_cast<size_t>(item.param)) : Value(to_ivalue(item.literal));
+    if (item.keyword)
+      recorded_kwargs.emplace_back(item.keyword, std::move(v));
+    else
+      recorded_args.push_back(std::move(v));
+  }
+  return tracer.create_proxy(Op::call_function, Target(form->target), recorded_args, recorded_kwargs);
+}
+
+}  // namespace
+
 Value call_function(const Target& target, std::vector<Value> args, ValueKwargs kwargs) {
-  if (Tracer* t = detail::find_tracer(args, kwargs))
+  if (Tracer* t = detail::find_tracer(args, kwargs)) {
+    const PythonFunction* f = python_function(target.str());
+    if (f && f->form) return record_python_function(*t, *f, target, args, kwargs);
     return t->create_proxy(Op::call_function, target, args, kwargs);
+  }
   return Value(resolve_function(target)->call(runtime_args(args), runtime_kwargs(kwargs)));
 }
 
 Value operator+(const Value& a, const Value& b) { return call_function("operator.add", {a, b}); }
 Value& operator+=(Value& a, const Value& b) {
-  if (a.has_proxy() || b.has_proxy() || !a.ivalue().isTensor()) return a = a + b;
+  // Symbolic, or a parameter of a traced module: `a = a + b`, as Python
+  // runs `+=` on a Proxy (which has no __iadd__).
+  Tracer* tracing = Tracer::current();
+  if (a.has_proxy() || b.has_proxy() || !a.ivalue().isTensor() ||
+      (tracing && (tracing->holds_parameter(a) || tracing->holds_parameter(b))))
+    return a = a + b;
   c10::IValue other = b.ivalue();
   at::Tensor t = a.ivalue().toTensor();
   if (other.isTensor())

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """torch.fx 2.14's NormalizeArgs on the cases of normalize_args_test.cpp (the
 same models and hand-built graphs, in Python): writes each result's graph and
-code, or the exception raised, and whether src/passes/python_signatures.inc
-is what scripts/gen_python_signatures.py makes of this torch, to the JSON file
+code, or the exception raised, and whether src/ir/python_functions.inc
+is what scripts/gen_python_functions.py makes of this torch, to the JSON file
 named on the command line."""
 import contextlib
 import io
@@ -117,11 +117,11 @@ def bad_module():
 
 
 def signatures_current():
-    import gen_python_signatures
+    import gen_python_functions
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        gen_python_signatures.main()
-    with open(os.path.join(ROOT, 'src', 'passes', 'python_signatures.inc')) as f:
+        gen_python_functions.main()
+    with open(os.path.join(ROOT, 'src', 'ir', 'python_functions.inc')) as f:
         return out.getvalue() == f.read()
 
 

@@ -79,7 +79,7 @@ void expect_same_outputs(fx::GraphModule& a, fx::GraphModule& b, const at::Tenso
 TEST(NormalizeArgs, PythonSignatureTableIsTorchs) {
   SKIP_WITHOUT_ORACLE();
   EXPECT_TRUE(expected().at("signatures_current").get<bool>())
-      << "src/passes/python_signatures.inc differs from what scripts/gen_python_signatures.py makes of this "
+      << "src/ir/python_functions.inc differs from what scripts/gen_python_functions.py makes of this "
          "torch";
 }
 

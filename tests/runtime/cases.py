@@ -424,6 +424,11 @@ fn("functional", F + "conv_transpose2d", img, T(3, 2, 3, 3), T(2), stride=2, pad
 fn("functional", F + "max_pool2d", img, 2)
 fn("functional", F + "max_pool2d", img, 3, 2, 1)
 fn("functional", F + "max_pool2d", img, kernel_size=2, return_indices=True)
+# What torch.fx records for return_indices=True (the boolean dispatch's branch).
+fn("functional", F + "max_pool2d_with_indices", img, 2, stride=None, padding=0, dilation=1, ceil_mode=False,
+   return_indices=True)
+fn("functional", F + "max_pool1d_with_indices", T(1, 2, 8), 2)
+fn("functional", F + "adaptive_max_pool2d_with_indices", img, 2, return_indices=True)
 fn("functional", F + "max_pool1d", T(2, 3, 10), 3)
 fn("functional", F + "avg_pool2d", img, 2)
 fn("functional", F + "avg_pool2d", img, (3, 3), stride=(2, 1), padding=1, count_include_pad=False)

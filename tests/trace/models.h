@@ -82,6 +82,21 @@ struct Attributes : fx::Module {
   }
 };
 
+// Computations on parameters alone are recorded, not run at trace time.
+struct ParameterMath : fx::Module {
+  at::Tensor logit_scale, proj, offset;
+  ParameterMath() : fx::Module("ParameterMath") {
+    logit_scale = register_parameter("logit_scale", torch::tensor(2.0));
+    proj = register_parameter("proj", torch::randn({4, 4}));
+    offset = register_buffer("offset", torch::ones({4}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value scale = Value(logit_scale).exp();
+    Value w = Value(proj).t() * 2;
+    return fx::call_function("operator.matmul", {in[0], w}) * scale + offset;
+  }
+};
+
 // Tensor constants named around the names already taken.
 struct Constants : fx::Module {
   std::vector<at::Tensor> c;  // not attributes: each is a `_tensor_constantN`

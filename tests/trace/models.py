@@ -66,6 +66,19 @@ class Attributes(nn.Module):  # parameters once, buffers per use, tensor constan
         return y + self.offset
 
 
+class ParameterMath(nn.Module):  # computations on parameters alone are recorded
+    def __init__(self):
+        super().__init__()
+        self.logit_scale = nn.Parameter(torch.tensor(2.0))
+        self.proj = nn.Parameter(torch.randn(4, 4))
+        self.register_buffer('offset', torch.ones(4))
+
+    def forward(self, x):
+        scale = self.logit_scale.exp()
+        w = self.proj.t() * 2
+        return (x @ w) * scale + self.offset
+
+
 class Constants(nn.Module):  # tensor constants named around the names already taken
     def __init__(self):
         super().__init__()
@@ -97,6 +110,18 @@ class Operations(nn.Module):  # operators, methods, kwargs, indexing, reflection
         q = s.sum(dim=-1, keepdim=True) ** 2 // 3 % 5
         r = t.flatten(1).mean(dim=1) > 0.5
         return (q, r, m, w, F.gelu(z, approximate='tanh'))
+
+
+class FunctionalDefaults(nn.Module):  # Python functions of torch: recorded with every keyword they pass on
+    def forward(self, x):
+        up = F.interpolate(x, scale_factor=2, mode='nearest')
+        p = F.softmax(up, dim=-1)
+        pooled, idx = F.max_pool2d(p, 2, return_indices=True)
+        q = F.max_pool2d(p, kernel_size=2, stride=1)
+        n = torch.norm(q, dim=-1)
+        parts = torch.split(n, 2, 1)
+        old = F.upsample(x, size=(4, 4))
+        return (pooled, idx, F.relu(parts[0]), old.norm(dim=1), F.dropout(q, 0.2, training=False))
 
 
 class Sequence(nn.Module):  # containers are traced through
@@ -179,8 +204,10 @@ MODELS = {
     'simple_net': (SimpleNet, None),
     'basic_block': (BasicBlock, None),
     'attributes': (Attributes, None),
+    'parameter_math': (ParameterMath, None),
     'constants': (Constants, None),
     'operations': (Operations, None),
+    'functional_defaults': (FunctionalDefaults, None),
     'sequence': (Sequence, None),
     'shared': (Shared, None),
     'wrapped': (Wrapped, None),

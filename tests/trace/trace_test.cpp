@@ -3,6 +3,7 @@
 #include "models.h"
 
 #include <fx/fx.h>
+#include <fx/state_dict.h>
 #include <fx/nn.h>
 #include <fx/tracer.h>
 #include <gtest/gtest.h>
@@ -51,6 +52,24 @@ struct Operations : fx::Module {
     q = fx::floordiv(q, 3) % 5;
     Value r = t.flatten(1).mean(kw("dim", 1)) > 0.5;
     return Value::tuple({q, r, m, w, fx::call("torch.nn.functional.gelu", z, kw("approximate", "tanh"))});
+  }
+};
+
+// Python functions of torch called as C++ writes them naturally, without
+// the keywords torch.fx records.
+struct FunctionalDefaults : fx::Module {
+  FunctionalDefaults() : fx::Module("FunctionalDefaults") {}
+  Value forward(const std::vector<Value>& in) override {
+    const std::string F = "torch.nn.functional.";
+    Value up = fx::call(F + "interpolate", in[0], kw("scale_factor", 2), kw("mode", "nearest"));
+    Value p = fx::call(F + "softmax", up, kw("dim", -1));
+    auto pooled = fx::call(F + "max_pool2d", p, 2, kw("return_indices", true)).unpack(2);
+    Value q = fx::call(F + "max_pool2d", p, kw("kernel_size", 2), kw("stride", 1));
+    Value n = fx::call("torch.norm", q, kw("dim", -1));
+    Value parts = fx::call("torch.split", n, 2, 1);
+    Value old = fx::call(F + "upsample", in[0], kw("size", Value::tuple({4, 4})));
+    return Value::tuple({pooled[0], pooled[1], fx::call(F + "relu", parts[0]), old.norm(kw("dim", 1)),
+                         fx::call(F + "dropout", q, 0.2, kw("training", false))});
   }
 };
 
@@ -106,8 +125,75 @@ TEST(Trace, SeedTutorialMyModel) { expect_same_trace<MyModel>("my_model"); }
 TEST(Trace, SimpleNet) { expect_same_trace<SimpleNet>("simple_net"); }
 TEST(Trace, ResNetBasicBlock) { expect_same_trace<BasicBlock>("basic_block"); }
 TEST(Trace, ParametersBuffersAndTensorAttributes) { expect_same_trace<Attributes>("attributes"); }
+TEST(Trace, ComputationsOnParametersAloneAreRecorded) { expect_same_trace<ParameterMath>("parameter_math"); }
+
+// The traced graph reads its parameters when it runs: it follows a new
+// state dict and an optimizer step, as the model does.
+TEST(Trace, ATracedModelFollowsItsParameters) {
+  torch::manual_seed(0);
+  ParameterMath model;
+  auto gm = fx::symbolic_trace(model);
+  const auto x = torch::randn({2, 4});
+  auto same = [&] {
+    return torch::allclose(gm->forward({x}).tensor(), model.forward({x}).tensor(), 1e-5, 1e-6);
+  };
+  EXPECT_TRUE(same());
+
+  // load_state_dict: another model's values, through a file.
+  torch::manual_seed(1);
+  ParameterMath other;
+  const std::string path = ::testing::TempDir() + "/parameter_math.pt";
+  fx::save_state_dict(other, path);
+  fx::load_state_dict(*gm, path);
+  fx::load_state_dict(model, path);
+  EXPECT_TRUE(same());
+  EXPECT_TRUE(torch::allclose(gm->forward({x}).tensor(), other.forward({x}).tensor(), 1e-5, 1e-6));
+
+  // An optimizer step on the GraphModule's parameters moves its output.
+  const auto before = gm->forward({x}).tensor().detach().clone();
+  torch::optim::SGD sgd(gm->parameters(), torch::optim::SGDOptions(0.1));
+  gm->forward({x}).tensor().sum().backward();
+  ASSERT_TRUE(gm->named_parameters()["logit_scale"].grad().defined());
+  sgd.step();
+  EXPECT_FALSE(torch::allclose(gm->forward({x}).tensor(), before));
+}
+
 TEST(Trace, TensorConstantsTakeTheFirstFreeNames) { expect_same_trace<Constants>("constants"); }
 TEST(Trace, OperatorsMethodsKwargsIndexing) { expect_same_trace<Operations>("operations"); }
+TEST(Trace, PythonFunctionsOfTorchRecordTheirKeywords) {
+  expect_same_trace<FunctionalDefaults>("functional_defaults");
+  // The recorded calls run, and give what the same calls give eagerly.
+  FunctionalDefaults m;
+  auto gm = fx::symbolic_trace(m);
+  const auto x = torch::randn({1, 2, 4, 4});
+  const auto got = gm->forward({x}).items(), want = m.forward({x}).items();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(torch::allclose(got[i].tensor(), want[i].tensor())) << i;
+  // A symbolic flag of a boolean dispatch is data-dependent control flow, as in Python.
+  struct SymbolicFlag : fx::Module {
+    SymbolicFlag() : fx::Module("SymbolicFlag", {"x", "flag"}) {}
+    Value forward(const std::vector<Value>& in) override {
+      return fx::call("torch.nn.functional.max_pool2d", in[0], 2, kw("return_indices", in[1]));
+    }
+  } symbolic;
+  EXPECT_THROW(fx::symbolic_trace(symbolic), fx::TraceError);
+  // Arguments that do not bind: Python's TypeError, as a TraceError.
+  struct Unbound : fx::Module {
+    Unbound() : fx::Module("Unbound") {}
+    Value forward(const std::vector<Value>& in) override {
+      return fx::call("torch.nn.functional.softmax", in[0], kw("axis", 1));
+    }
+  } unbound;
+  try {
+    fx::symbolic_trace(unbound);
+    FAIL() << "no error";
+  } catch (const fx::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("torch.nn.functional.softmax(): TypeError: Got an unexpected keyword "
+                                         "argument 'axis'"),
+              std::string::npos)
+        << e.what();
+  }
+}
 TEST(Trace, ContainersAreTracedThrough) { expect_same_trace<Sequence>("sequence"); }
 TEST(Trace, SharedModulesAndParametersTakeTheirFirstPath) { expect_same_trace<Shared>("shared"); }
 TEST(Trace, CustomLeafPolicy) {

@@ -10,7 +10,7 @@
 // Where the signature comes from, as torch.fx finds it:
 // - Python functions (torch.nn.functional.relu, softmax, dropout, layer_norm,
 //   max_pool2d..., torch.functional.split): torch 2.14's inspect.signature,
-//   kept in a generated table (scripts/gen_python_signatures.py); functions
+//   kept in a generated table (fx/python_function.h); functions
 //   with *args are not normalized, as in FX;
 // - builtins (torch.relu, torch.flatten, torch.nn.functional.gelu, torch.conv2d,
 //   torch.ops.aten.*): every TorchScript schema of the ATen operator
