@@ -375,10 +375,14 @@ TEST(Capture, StructuredInputsKeepTheirStructure) {
   EXPECT_TRUE(torch::allclose(out.items()[0].ivalue().toTensor(), a * b));
 }
 
-TEST(Capture, TrainingStepGivesTheGradientsOfBackward) {
+// A training step of Net on `device`: the graph holds the backward's
+// operators and gives the loss and gradients eager backward gives. (On CUDA
+// the engine runs the backward on its device thread.)
+void check_training_step(const torch::Device& device) {
   torch::manual_seed(0);
   auto net = std::make_shared<Net>();
-  auto x = torch::randn({4, 4});
+  auto x = torch::randn({4, 4}).to(device);
+  net->to(device);
   auto step = [&](const Inputs& in) -> c10::IValue {
     auto loss = net->forward(in[0].toTensor()).pow(2).sum();
     loss.backward();
@@ -391,12 +395,15 @@ TEST(Capture, TrainingStepGivesTheGradientsOfBackward) {
   auto out = gm->run({x});
   auto loss = step({x}).toTensor();  // eager, filling .grad()
   const auto& items = out.toTupleRef().elements();
+  EXPECT_EQ(items[0].toTensor().device(), device);
   EXPECT_TRUE(torch::allclose(items[0].toTensor(), loss, 1e-4, 1e-5));
   auto grads = items[1].toGenericDict();
   ASSERT_EQ(grads.size(), 4u);
   for (const auto& p : net->named_parameters())
     EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
 }
+
+TEST(Capture, TrainingStepGivesTheGradientsOfBackward) { check_training_step(torch::kCPU); }
 
 TEST(Capture, CapturedGraphsAreOrdinaryGraphs) {
   auto f = [](const Inputs& in) -> c10::IValue {
@@ -509,31 +516,10 @@ TEST(Capture, BackwardOnAnAutogradWorkerThreadIsCaptured) {
     EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
 }
 
-// A training step on CUDA tensors: the engine runs the backward on its
-// device thread. Skipped without a GPU.
+// Skipped without a GPU.
 TEST(Capture, TrainingStepOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  torch::manual_seed(0);
-  auto net = std::make_shared<Net>();
-  auto x = torch::randn({4, 4});
-  auto step = [&](const Inputs& in) -> c10::IValue {
-    auto loss = net->forward(in[0].toTensor()).pow(2).sum();
-    loss.backward();
-    return loss;
-  };
-  net->to(torch::kCUDA);
-  auto xc = x.to(torch::kCUDA);
-  auto gm = fx::capture_training_step(*net, step, {xc});
-  // The backward's operators ran on the device thread; they are in the graph.
-  EXPECT_NE(gm->code().find("threshold_backward"), std::string::npos) << gm->code();
-  auto out = gm->run({xc});
-  auto loss = step({xc}).toTensor();
-  const auto& items = out.toTupleRef().elements();
-  EXPECT_TRUE(items[0].toTensor().is_cuda());
-  EXPECT_TRUE(torch::allclose(items[0].toTensor(), loss, 1e-4, 1e-5));
-  auto grads = items[1].toGenericDict();
-  for (const auto& p : net->named_parameters())
-    EXPECT_TRUE(torch::allclose(grads.at(p.key()).toTensor(), p.value().grad(), 1e-4, 1e-5)) << p.key();
+  check_training_step(torch::kCUDA);
 }
 
 }  // namespace
