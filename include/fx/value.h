@@ -70,6 +70,10 @@ class Value {
   static Value tuple(std::vector<Value> items);
   // Python's slice(start, stop, step), for indexing: x[fx::Value::slice(fx::None, 2)].
   static Value slice(Value start, Value stop, Value step = None);
+  // A Python dict with str keys, in order (a forward returning
+  // `{'logits': y, 'probs': p}`): recorded as a dict argument, run as a
+  // c10::Dict. Indexed with its keys: `d["logits"]`.
+  static Value dict(std::vector<std::pair<std::string, Value>> items);
 
   // ---- symbolic values ----
   static Value proxy(Node* node, Tracer* tracer);
@@ -87,11 +91,16 @@ class Value {
   // IValue list/tuple (a symbolic value is neither: its type is unknown).
   bool is_list() const;
   bool is_tuple() const;
+  // A Python dict, built with dict() or a concrete c10::Dict.
+  bool is_dict() const;
+  // The keys of a dict, in order; throws for anything else.
+  std::vector<std::string> keys() const;
   // The concrete value; throws TraceError for a symbolic one.
   c10::IValue ivalue() const;
   at::Tensor tensor() const;
   // The items of a list/tuple; throws TraceError for a symbolic value, whose
   // length is unknown (use unpack(n) when the length is known).
+  // (For a dict: its values, in the order of keys().)
   std::vector<Value> items() const;
   // n values `self[0]`, ..., `self[n-1]`: how to unpack a symbolic tuple.
   std::vector<Value> unpack(size_t n) const;
@@ -148,10 +157,11 @@ class Value {
     Node* node;
     Tracer* tracer;
   };
-  enum class SeqKind { list, tuple, slice };
+  enum class SeqKind { list, tuple, slice, dict };
   struct Seq {
     SeqKind kind;
     std::vector<Value> items;
+    std::vector<std::string> keys;  // a dict's, one per item
   };
   template <class... A>
   Value call_packed(std::string_view name, A&&... a) const;

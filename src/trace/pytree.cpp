@@ -6,6 +6,11 @@ namespace fx {
 
 namespace {
 void flatten_into(const Value& v, std::vector<Value>& leaves, TreeSpec& spec) {
+  if (v.is_dict())
+    throw TraceError(
+        "a dict inside a structured input or output (concrete_args with structures) is not supported: "
+        "fx::TreeSpec holds lists and tuples. Return the dict from a module traced without structured "
+        "concrete_args, or pass a list or tuple");
   if (!v.is_list() && !v.is_tuple()) {
     spec = TreeSpec::leaf();
     leaves.push_back(v);

@@ -236,6 +236,11 @@ Argument Tracer::create_arg(const Value& v) {
         return Tuple{std::move(items)};
       case Value::SeqKind::slice:
         return Slice{std::move(items)};
+      case Value::SeqKind::dict: {
+        Dict d;
+        for (size_t i = 0; i < items.size(); ++i) d.items.emplace_back((*seq)->keys[i], std::move(items[i]));
+        return d;
+      }
     }
   }
   const c10::IValue& iv = std::get<c10::IValue>(v.v_);
@@ -274,6 +279,16 @@ Argument Tracer::create_arg(const Value& v) {
     for (const auto& e : v.items()) items.push_back(create_arg(e));
     if (iv.isTuple()) return Tuple{std::move(items)};
     return List{std::move(items)};
+  }
+  if (iv.isGenericDict()) {
+    Dict d;
+    for (const auto& kv : iv.toGenericDict()) {
+      if (!kv.key().isString())
+        throw TraceError("a dict with " + python_type_name(kv.key()) +
+                         " keys cannot be recorded as a graph argument; fxcpp's dicts have str keys");
+      d.items.emplace_back(kv.key().toStringRef(), create_arg(Value(kv.value())));
+    }
+    return d;
   }
   throw TraceError("a value of type " + python_type_name(iv) +
                    " cannot be recorded as a graph argument; make it an attribute of the module");

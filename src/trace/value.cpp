@@ -70,20 +70,39 @@ Tracer* detail::find_tracer(const std::vector<Value>& args, const ValueKwargs& k
 
 Value Value::list(std::vector<Value> items) {
   Value v;
-  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::list, std::move(items)});
+  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::list, std::move(items), {}});
   return v;
 }
 
 Value Value::tuple(std::vector<Value> items) {
   Value v;
-  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::tuple, std::move(items)});
+  v.v_ = std::make_shared<const Seq>(Seq{SeqKind::tuple, std::move(items), {}});
   return v;
 }
 
 Value Value::slice(Value start, Value stop, Value step) {
   Value v;
-  v.v_ =
-      std::make_shared<const Seq>(Seq{SeqKind::slice, {std::move(start), std::move(stop), std::move(step)}});
+  v.v_ = std::make_shared<const Seq>(
+      Seq{SeqKind::slice, {std::move(start), std::move(stop), std::move(step)}, {}});
+  return v;
+}
+
+Value Value::dict(std::vector<std::pair<std::string, Value>> items) {
+  Seq seq{SeqKind::dict, {}, {}};
+  seq.items.reserve(items.size());
+  seq.keys.reserve(items.size());
+  for (auto& [key, value] : items) {
+    // A repeated key keeps its first position and takes the last value, as in Python.
+    auto at = std::find(seq.keys.begin(), seq.keys.end(), key);
+    if (at != seq.keys.end()) {
+      seq.items[static_cast<size_t>(at - seq.keys.begin())] = std::move(value);
+      continue;
+    }
+    seq.keys.push_back(std::move(key));
+    seq.items.push_back(std::move(value));
+  }
+  Value v;
+  v.v_ = std::make_shared<const Seq>(std::move(seq));
   return v;
 }
 
@@ -122,6 +141,11 @@ c10::IValue Value::ivalue() const {
       return c10::ivalue::Tuple::create(std::move(items));
     case SeqKind::slice:
       return slice_ivalue(items[0], items[1], items[2]);
+    case SeqKind::dict: {
+      c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+      for (size_t i = 0; i < items.size(); ++i) d.insert(seq.keys[i], std::move(items[i]));
+      return d;
+    }
     case SeqKind::list:
       break;
   }
@@ -146,6 +170,27 @@ bool Value::is_tuple() const {
   return iv && iv->isTuple();
 }
 
+bool Value::is_dict() const {
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_)) return (*seq)->kind == SeqKind::dict;
+  const auto* iv = std::get_if<c10::IValue>(&v_);
+  return iv && iv->isGenericDict();
+}
+
+std::vector<std::string> Value::keys() const {
+  if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_); seq && (*seq)->kind == SeqKind::dict)
+    return (*seq)->keys;
+  const auto* iv = std::get_if<c10::IValue>(&v_);
+  if (!iv || !iv->isGenericDict())
+    throw Error(is_proxy() ? "node '" + node()->name() + "' is symbolic: its keys are unknown while tracing"
+                           : "keys(): a " + python_type_name(ivalue()) + " is not a dict");
+  std::vector<std::string> out;
+  for (const auto& kv : iv->toGenericDict()) {
+    if (!kv.key().isString()) throw Error("keys(): the dict has a " + python_type_name(kv.key()) + " key");
+    out.push_back(kv.key().toStringRef());
+  }
+  return out;
+}
+
 std::vector<Value> Value::items() const {
   if (is_proxy())
     throw TraceError("node '" + node()->name() +
@@ -158,6 +203,8 @@ std::vector<Value> Value::items() const {
     for (const auto& e : v.toTupleRef().elements()) out.emplace_back(e);
   } else if (v.isList()) {
     for (const auto& e : v.toListRef()) out.emplace_back(e);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) out.emplace_back(kv.value());
   } else {
     throw Error("a " + python_type_name(v) + " value is not iterable");
   }
@@ -221,6 +268,14 @@ Value Value::operator[](const Value& index) const {
   if (const auto* seq = std::get_if<std::shared_ptr<const Seq>>(&v_);
       seq && (*seq)->kind != SeqKind::slice && !index.has_proxy()) {
     c10::IValue i = index.ivalue();
+    if ((*seq)->kind == SeqKind::dict) {
+      const auto& keys = (*seq)->keys;
+      auto at = i.isString() ? std::find(keys.begin(), keys.end(), i.toStringRef()) : keys.end();
+      if (at == keys.end())
+        throw Error("KeyError: " + (i.isString() ? "'" + i.toStringRef() + "'" : python_type_name(i)) +
+                    " is not a key of the dict");
+      return (*seq)->items[static_cast<size_t>(at - keys.begin())];
+    }
     if (i.isInt()) {
       auto n = static_cast<int64_t>((*seq)->items.size());
       int64_t k = i.toInt() < 0 ? i.toInt() + n : i.toInt();

@@ -124,6 +124,19 @@ class FunctionalDefaults(nn.Module):  # Python functions of torch: recorded with
         return (pooled, idx, F.relu(parts[0]), old.norm(dim=1), F.dropout(q, 0.2, training=False))
 
 
+class DetectionHead(nn.Module):  # returns a dict, as detection heads do
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Conv2d(4, 3, 1)
+        self.box = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        logits = self.cls(x)
+        out = {'logits': logits, 'scores': logits.sigmoid(), 'boxes': self.box(x).flatten(2)}
+        out['count'] = x.size(0)
+        return out
+
+
 class Sequence(nn.Module):  # containers are traced through
     def __init__(self):
         super().__init__()
@@ -208,6 +221,7 @@ MODELS = {
     'constants': (Constants, None),
     'operations': (Operations, None),
     'functional_defaults': (FunctionalDefaults, None),
+    'detection_head': (DetectionHead, None),
     'sequence': (Sequence, None),
     'shared': (Shared, None),
     'wrapped': (Wrapped, None),

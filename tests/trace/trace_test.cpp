@@ -73,6 +73,22 @@ struct FunctionalDefaults : fx::Module {
   }
 };
 
+// A forward returning a dict, as detection heads do.
+struct DetectionHead : fx::Module {
+  std::shared_ptr<fx::nn::Conv2d> cls, box;
+  DetectionHead() : fx::Module("DetectionHead") {
+    cls = register_module("cls", make<fx::nn::Conv2d>(4, 3, std::vector<int64_t>{1, 1}));
+    box = register_module("box", make<fx::nn::Conv2d>(4, 4, std::vector<int64_t>{1, 1}));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    Value logits = (*cls)(in[0]);
+    return Value::dict({{"logits", logits},
+                        {"scores", logits.sigmoid()},
+                        {"boxes", (*box)(in[0]).flatten(2)},
+                        {"count", in[0].size(0)}});
+  }
+};
+
 struct Sequence : fx::Module {
   std::shared_ptr<fx::nn::Sequential> features;
   std::shared_ptr<fx::nn::Flatten> flatten;
@@ -194,6 +210,22 @@ TEST(Trace, PythonFunctionsOfTorchRecordTheirKeywords) {
         << e.what();
   }
 }
+TEST(Trace, AForwardReturnsADict) {
+  expect_same_trace<DetectionHead>("detection_head");
+  torch::manual_seed(0);
+  DetectionHead m;
+  auto gm = fx::symbolic_trace(m);
+  const auto x = torch::randn({2, 4, 5, 5});
+  Value got = gm->forward({x}), want = m.forward({x});
+  ASSERT_TRUE(got.is_dict());
+  EXPECT_EQ(got.keys(), (std::vector<std::string>{"logits", "scores", "boxes", "count"}));
+  EXPECT_EQ(want.keys(), got.keys());
+  for (const char* k : {"logits", "scores", "boxes"})
+    EXPECT_TRUE(torch::allclose(got[k].tensor(), want[k].tensor())) << k;
+  EXPECT_EQ(got["count"].to_int(), 2);
+  EXPECT_THROW(want["nope"], fx::Error);
+}
+
 TEST(Trace, ContainersAreTracedThrough) { expect_same_trace<Sequence>("sequence"); }
 TEST(Trace, SharedModulesAndParametersTakeTheirFirstPath) { expect_same_trace<Shared>("shared"); }
 TEST(Trace, CustomLeafPolicy) {
