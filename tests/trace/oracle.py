@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Traces the models of models.py with torch.fx 2.14 and writes their graph
-text and code (normalized as tests/conformance/normalizations.py says) to
-the JSON file named on the command line."""
+"""Traces the models of models.py and translations.py with torch.fx 2.14 and
+writes their graph text and code (normalized as
+tests/conformance/normalizations.py says) to the JSON file named on the
+command line. For each translation it also writes, beside that file, its
+state dict (<name>.state.pt), an input (<name>.in.pt) and the tensors of its
+output, flattened as torch.utils._pytree does (<name>.out.pt)."""
 import json
 import os
 import sys
@@ -20,6 +23,7 @@ except ImportError:
 import normalizations  # noqa: E402
 from models import CONCRETE_ARGS, MODELS  # noqa: E402
 from models import TRANSFORMS  # noqa: E402
+from translations import TRANSLATIONS  # noqa: E402
 
 
 def transformed(pairs):
@@ -30,6 +34,25 @@ def transformed(pairs):
         gm = transformer_cls(torch.fx.symbolic_trace(cls())).transform()
         out[name] = {key: normalizations.apply(text, pairs)
                      for key, text in (('graph', str(gm.graph)), ('code', gm.code), ('str', str(gm)))}
+    return out
+
+
+def translations(pairs, where):
+    """Graph text and code of each translation's Python original; its weights, input and outputs as files."""
+    out = {}
+    for name, (cls, inputs, tracer_cls) in TRANSLATIONS.items():
+        torch.manual_seed(0)
+        model = cls().eval()
+        graph = (tracer_cls or torch.fx.Tracer)().trace(model)
+        gm = torch.fx.GraphModule(model, graph, cls.__name__)
+        out[name] = {key: normalizations.apply(text, pairs)
+                     for key, text in (('graph', str(gm.graph)), ('code', gm.code), ('str', str(gm)))}
+        x = inputs()
+        with torch.no_grad():
+            leaves = torch.utils._pytree.tree_leaves(model(*x))
+        torch.save(model.state_dict(), os.path.join(where, name + '.state.pt'))
+        torch.save(x, os.path.join(where, name + '.in.pt'))
+        torch.save([t for t in leaves if isinstance(t, torch.Tensor)], os.path.join(where, name + '.out.pt'))
     return out
 
 
@@ -48,6 +71,7 @@ def main():
             'str': normalizations.apply(str(gm), pairs),
         }
     out.update(transformed(pairs))
+    out['translations'] = translations(pairs, os.path.dirname(os.path.abspath(sys.argv[1])))
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1, sort_keys=True)
 
