@@ -438,6 +438,57 @@ void register_functional(Adapters& ad) {
           });
   }
 
+  // ---- unfold / fold: im2col / col2im with every size a pair -------------------
+  reg("unfold",
+      {req("input"), req("kernel_size"), opt("dilation", int64_t{1}), opt("padding", int64_t{0}),
+       opt("stride", int64_t{1})},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::im2col(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
+                                      to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2)));
+      });
+  reg("fold",
+      {req("input"), req("output_size"), req("kernel_size"), opt("dilation", int64_t{1}),
+       opt("padding", int64_t{0}), opt("stride", int64_t{1})},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        return c10::IValue(at::col2im(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
+                                      to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2),
+                                      to_int_list(fn, a[5], 2)));
+      });
+
+  // ---- grid_sample: mode and padding_mode by name; align_corners=None is False
+  reg("grid_sample",
+      {req("input"), req("grid"), opt("mode", "bilinear"), opt("padding_mode", "zeros"),
+       opt("align_corners", c10::IValue())},
+      [](const std::string& fn, std::vector<c10::IValue>& a) {
+        const std::string mode = to_str(fn, a[2]), padding = to_str(fn, a[3]);
+        int64_t mode_enum = 0, padding_enum = 0;
+        if (mode == "bilinear")
+          mode_enum = 0;
+        else if (mode == "nearest")
+          mode_enum = 1;
+        else if (mode == "bicubic")
+          mode_enum = 2;
+        else
+          throw Error(fn +
+                      ": ValueError: nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
+                      "or 'bicubic', but got: '" +
+                      mode + "'");
+        if (padding == "zeros")
+          padding_enum = 0;
+        else if (padding == "border")
+          padding_enum = 1;
+        else if (padding == "reflection")
+          padding_enum = 2;
+        else
+          throw Error(fn +
+                      ": ValueError: nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                      "'border', or 'reflection', but got: '" +
+                      padding + "'");
+        const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
+        return c10::IValue(
+            at::grid_sampler(to_tensor(fn, a[0]), to_tensor(fn, a[1]), mode_enum, padding_enum, align));
+      });
+
   // ---- interpolate: size / scale_factor -> the upsample_* kernel ------------
   for (const char* name : {"interpolate", "upsample"}) {
     reg(name,

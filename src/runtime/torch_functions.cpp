@@ -130,6 +130,38 @@ void register_torch_functions(Adapters& ad) {
     a.insert(a.begin() + 4, c10::IValue());  // out
     return norm("Tensor.norm", a);
   });
+  // torch.tensordot(a, b, dims=2, out=None): an int n contracts a's last n
+  // dims with b's first n; a pair of lists names them.
+  for (const char* name : {"torch.tensordot", "torch.functional.tensordot"}) {
+    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a =
+          bind(name, {req("a"), req("b"), opt("dims", int64_t{2}), opt("out", c10::IValue())}, args, kwargs);
+      const at::Tensor x = to_tensor(name, a[0]), y = to_tensor(name, a[1]);
+      std::vector<int64_t> dims_a, dims_b;
+      if (a[2].isInt()) {
+        const int64_t n = a[2].toInt();
+        if (n < 0)
+          throw Error(std::string(name) + ": tensordot expects dims >= 0, but got dims=" + std::to_string(n));
+        if (n > std::min(x.dim(), y.dim()))
+          throw Error(std::string(name) +
+                      ": tensordot expects dims < ndim_a or ndim_b, but got dims=" + std::to_string(n));
+        for (int64_t i = -n; i < 0; ++i) dims_a.push_back(i);
+        for (int64_t i = 0; i < n; ++i) dims_b.push_back(i);
+      } else {
+        auto pair = sequence_items(a[2]);
+        if (!is_sequence(a[2]) || pair.size() != 2)
+          throw Error(std::string(name) + ": dims must be an int or a pair of lists of dims");
+        auto dims_of = [&](const c10::IValue& v) {
+          return v.isInt() ? std::vector<int64_t>{v.toInt()} : to_int_list(name, v);
+        };
+        dims_a = dims_of(pair[0]);
+        dims_b = dims_of(pair[1]);
+      }
+      if (a[3].isNone()) return at::tensordot(x, y, dims_a, dims_b);
+      at::Tensor out = to_tensor(name, a[3]);
+      return at::tensordot_out(out, x, y, dims_a, dims_b);
+    });
+  }
   ad.function("torch.tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     const std::string fn = "torch.tensor";
     auto a = bind(fn,
