@@ -460,30 +460,19 @@ void register_functional(Adapters& ad) {
       {req("input"), req("grid"), opt("mode", "bilinear"), opt("padding_mode", "zeros"),
        opt("align_corners", c10::IValue())},
       [](const std::string& fn, std::vector<c10::IValue>& a) {
-        const std::string mode = to_str(fn, a[2]), padding = to_str(fn, a[3]);
-        int64_t mode_enum = 0, padding_enum = 0;
-        if (mode == "bilinear")
-          mode_enum = 0;
-        else if (mode == "nearest")
-          mode_enum = 1;
-        else if (mode == "bicubic")
-          mode_enum = 2;
-        else
-          throw Error(fn +
-                      ": ValueError: nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
-                      "or 'bicubic', but got: '" +
-                      mode + "'");
-        if (padding == "zeros")
-          padding_enum = 0;
-        else if (padding == "border")
-          padding_enum = 1;
-        else if (padding == "reflection")
-          padding_enum = 2;
-        else
-          throw Error(fn +
-                      ": ValueError: nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
-                      "'border', or 'reflection', but got: '" +
-                      padding + "'");
+        // The position of the name in ATen's enum, or Python's ValueError.
+        auto enum_of = [&](const c10::IValue& v, const char* what, std::vector<std::string> names,
+                           const char* listed) {
+          const std::string name = to_str(fn, v);
+          for (size_t i = 0; i < names.size(); ++i)
+            if (names[i] == name) return static_cast<int64_t>(i);
+          throw Error(fn + ": ValueError: nn.functional.grid_sample(): expected " + what + " to be " +
+                      listed + ", but got: '" + name + "'");
+        };
+        const int64_t mode_enum =
+            enum_of(a[2], "mode", {"bilinear", "nearest", "bicubic"}, "'bilinear', 'nearest' or 'bicubic'");
+        const int64_t padding_enum = enum_of(a[3], "padding_mode", {"zeros", "border", "reflection"},
+                                             "'zeros', 'border', or 'reflection'");
         const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
         return c10::IValue(
             at::grid_sampler(to_tensor(fn, a[0]), to_tensor(fn, a[1]), mode_enum, padding_enum, align));
