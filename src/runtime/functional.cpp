@@ -64,11 +64,6 @@ int64_t softmax_dim(const std::string& fn, const c10::IValue& dim, int64_t ndim)
   return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1;  // F._get_softmax_dim
 }
 
-c10::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
-  if (v.isNone()) return c10::nullopt;
-  return static_cast<c10::ScalarType>(to_int(fn, v));
-}
-
 // F.adaptive_*_pool: None in output_size keeps the input's size.
 std::vector<int64_t> adaptive_size(const std::string& fn, const at::Tensor& input, const c10::IValue& v,
                                    size_t n) {

@@ -66,6 +66,11 @@ bool is_number(const c10::IValue& v);  // int, float or bool (not a tensor)
 double to_double(const std::string& fn, const c10::IValue& v);
 int64_t to_int(const std::string& fn, const c10::IValue& v);  // int or bool
 bool to_bool(const std::string& fn, const c10::IValue& v);
+// A `dtype=` argument: None, or a dtype (an int at run time).
+inline c10::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
+  if (v.isNone()) return c10::nullopt;
+  return static_cast<c10::ScalarType>(to_int(fn, v));
+}
 at::Tensor to_tensor(const std::string& fn, const c10::IValue& v);
 c10::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v);
 std::string to_str(const std::string& fn, const c10::IValue& v);

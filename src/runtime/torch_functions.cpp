@@ -46,9 +46,7 @@ c10::IValue norm(const std::string& fn, const std::vector<c10::IValue>& a) {
   const c10::IValue &p = a[1], &dim = a[2];
   const bool keepdim = to_bool(fn, a[3]);
   const c10::IValue& out = a[4];
-  const auto dtype = a[5].isNone()
-                         ? c10::optional<c10::ScalarType>()
-                         : c10::optional<c10::ScalarType>(static_cast<c10::ScalarType>(to_int(fn, a[5])));
+  const auto dtype = opt_dtype(fn, a[5]);
   if (input.layout() != at::kStrided)
     throw Error(fn + ": only strided tensors are supported (this one is " + c10::str(input.layout()) + ")");
   c10::optional<std::vector<int64_t>> dims;
