@@ -167,21 +167,23 @@ c10::IValue savable(const c10::IValue& v, const std::string& where) {
               "; a saved value is a tensor, int, float, bool, None, str, or a tuple, list or dict of them");
 }
 
-}  // namespace
-
-void save_values(const std::vector<c10::IValue>& values, const std::string& path) {
+// A list of Any, not a c10::List<at::Tensor>: the pickler writes a tensor list
+// through torch.jit._pickle.build_tensorlist, another global weights_only refuses.
+void write_list(const std::vector<c10::IValue>& values, const std::string& path, const char* who) {
   c10::impl::GenericList list(c10::AnyType::get());
   for (size_t i = 0; i < values.size(); ++i)
     list.push_back(savable(values[i], "[" + std::to_string(i) + "]"));
-  write_pickle(list, path, "fx::save_values");
+  write_pickle(list, path, who);
+}
+
+}  // namespace
+
+void save_values(const std::vector<c10::IValue>& values, const std::string& path) {
+  write_list(values, path, "fx::save_values");
 }
 
 void save_tensors(const std::vector<at::Tensor>& tensors, const std::string& path) {
-  // A list of Any, not a c10::List<at::Tensor>: the pickler writes a tensor list
-  // through torch.jit._pickle.build_tensorlist, another global weights_only refuses.
-  c10::impl::GenericList list(c10::AnyType::get());
-  for (const auto& t : tensors) list.push_back(t.detach());
-  write_pickle(list, path, "fx::save_tensors");
+  write_list({tensors.begin(), tensors.end()}, path, "fx::save_tensors");
 }
 
 }  // namespace fx
