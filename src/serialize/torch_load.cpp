@@ -20,6 +20,7 @@
 
 #include <bit>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -30,28 +31,44 @@ namespace fx {
 
 namespace {
 
-struct Obj;
-using ObjPtr = std::shared_ptr<Obj>;
-
 // A Python object of the pickle. Dicts and lists are shared and mutable, as in
-// Python (SETITEM on a memoized dict changes every reference to it).
+// Python (SETITEM on a memoized dict changes every reference to it), so
+// objects refer to each other by plain pointers into their pickle's Heap.
 struct Obj {
   enum Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
   Kind kind = kNone;
-  int64_t i = 0;                                     // bool, int
-  double d = 0.0;                                    // float
-  std::string s;                                     // str, bytes, global "module.name"
-  std::vector<ObjPtr> items;                         // tuple, list
-  std::vector<std::pair<ObjPtr, ObjPtr>> entries;    // dict, insertion order
-  std::unordered_map<std::string, size_t> str_keys;  // dict: a str key's index in entries
-  at::Tensor tensor;                                 // storage (1-D, whole record), tensor
+  int64_t i = 0;                               // bool, int
+  double d = 0.0;                              // float
+  std::string s;                               // str, bytes, global "module.name"
+  std::vector<Obj*> items;                     // tuple, list
+  std::vector<std::pair<Obj*, Obj*>> entries;  // dict, insertion order
+  at::Tensor tensor;                           // storage (1-D, whole record), tensor
 };
 
-ObjPtr make(Obj::Kind k) {
-  auto o = std::make_shared<Obj>();
-  o->kind = k;
-  return o;
-}
+// Every object of one pickle, freed together and flat. A pickle can make a
+// list that holds itself (`l = []; l.append(l)`) or nest lists a million
+// deep in a few megabytes: with owning pointers between objects the first
+// would never be freed and freeing the second would recurse a million deep.
+// Nothing here walks an object graph recursively either, so neither cycles
+// nor depth cost anything. Each opcode makes at most one object, so a pickle
+// of n bytes holds at most n objects.
+class Heap {
+ public:
+  Obj* make(Obj::Kind k) {
+    objs_.emplace_back().kind = k;
+    return &objs_.back();
+  }
+
+ private:
+  std::deque<Obj> objs_;  // stable addresses
+};
+
+// What torch.load of one data.pkl returns: its top object and every object it
+// refers to.
+struct Pickle {
+  Heap heap;
+  Obj* top = nullptr;
+};
 
 const char* kind_name(Obj::Kind k) {
   static const char* names[] = {"None",  "bool", "int",  "float",  "str",     "bytes",
@@ -84,10 +101,11 @@ c10::ScalarType storage_dtype(const std::string& name, const std::string& where)
 
 class Unpickler {
  public:
-  Unpickler(std::string path, caffe2::serialize::PyTorchStreamReader& archive, const char* data, size_t size)
-      : path_(std::move(path)), archive_(archive), p_(data), end_(data + size) {}
+  Unpickler(std::string path, caffe2::serialize::PyTorchStreamReader& archive, Heap& heap, const char* data,
+            size_t size)
+      : path_(std::move(path)), archive_(archive), heap_(heap), p_(data), end_(data + size) {}
 
-  ObjPtr run() {
+  Obj* run() {
     while (true) {
       const uint8_t op = u8();
       switch (op) {
@@ -181,7 +199,7 @@ class Unpickler {
           push(sequence(Obj::kList, pop_mark()));
           break;     // LIST
         case 'a': {  // APPEND
-          ObjPtr v = pop();
+          Obj* v = pop();
           expect(top(), Obj::kList, "APPEND")->items.push_back(std::move(v));
           break;
         }
@@ -195,7 +213,7 @@ class Unpickler {
           push(make(Obj::kDict));
           break;     // EMPTY_DICT
         case 'd': {  // DICT
-          ObjPtr dict = make(Obj::kDict);
+          Obj* dict = make(Obj::kDict);
           set_items(dict, pop_mark());
           push(dict);
           break;
@@ -211,7 +229,7 @@ class Unpickler {
           break;
         }
         case 'c': {  // GLOBAL "module\nname\n"
-          ObjPtr g = make(Obj::kGlobal);
+          Obj* g = make(Obj::kGlobal);
           std::string module = line();
           g->s = module + "." + line();
           push(g);
@@ -219,7 +237,7 @@ class Unpickler {
         }
         case 0x93: {  // STACK_GLOBAL
           auto mn = pop_n(2);
-          ObjPtr g = make(Obj::kGlobal);
+          Obj* g = make(Obj::kGlobal);
           g->s =
               expect(mn[0], Obj::kStr, "STACK_GLOBAL")->s + "." + expect(mn[1], Obj::kStr, "STACK_GLOBAL")->s;
           push(g);
@@ -227,13 +245,13 @@ class Unpickler {
         }
         case 'R':     // REDUCE
         case 0x81: {  // NEWOBJ
-          ObjPtr args = pop();
-          ObjPtr fn = pop();
+          Obj* args = pop();
+          Obj* fn = pop();
           push(reduce(fn, expect(args, Obj::kTuple, "REDUCE")->items));
           break;
         }
         case 'b': {  // BUILD: obj.__setstate__(state)
-          ObjPtr state = pop();
+          Obj* state = pop();
           build(top(), state);
           break;
         }
@@ -262,6 +280,8 @@ class Unpickler {
   }
 
  private:
+  Obj* make(Obj::Kind k) { return heap_.make(k); }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("fx::read_state_dict: " + path_ + ": " + what + " at byte " + std::to_string(pos_ - 1) +
                 " of its pickle");
@@ -294,17 +314,17 @@ class Unpickler {
     return s;
   }
 
-  ObjPtr boolean(bool b) {
-    ObjPtr o = make(Obj::kBool);
+  Obj* boolean(bool b) {
+    Obj* o = make(Obj::kBool);
     o->i = b;
     return o;
   }
-  ObjPtr integer(int64_t v) {
-    ObjPtr o = make(Obj::kInt);
+  Obj* integer(int64_t v) {
+    Obj* o = make(Obj::kInt);
     o->i = v;
     return o;
   }
-  ObjPtr long_int(uint64_t n) {
+  Obj* long_int(uint64_t n) {
     if (n > 8) fail("integer of " + std::to_string(n) + " bytes does not fit in 64 bits");
     const char* b = bytes(n);
     uint64_t v = 0;
@@ -312,65 +332,65 @@ class Unpickler {
     if (n > 0 && n < 8 && (static_cast<uint8_t>(b[n - 1]) & 0x80)) v |= ~uint64_t{0} << (8 * n);  // sign
     return integer(static_cast<int64_t>(v));
   }
-  ObjPtr binfloat() {
+  Obj* binfloat() {
     const char* b = bytes(8);
     uint64_t bits = 0;
     for (size_t k = 0; k < 8; ++k) bits = (bits << 8) | static_cast<uint8_t>(b[k]);  // big-endian
-    ObjPtr o = make(Obj::kFloat);
+    Obj* o = make(Obj::kFloat);
     std::memcpy(&o->d, &bits, sizeof bits);
     return o;
   }
-  ObjPtr str(Obj::Kind k, uint64_t n) {
+  Obj* str(Obj::Kind k, uint64_t n) {
     if (n > static_cast<uint64_t>(end_ - p_)) fail("truncated string");
-    ObjPtr o = make(k);
+    Obj* o = make(k);
     o->s.assign(bytes(n), n);
     return o;
   }
-  static ObjPtr sequence(Obj::Kind k, std::vector<ObjPtr> items) {
-    ObjPtr o = make(k);
+  Obj* sequence(Obj::Kind k, std::vector<Obj*> items) {
+    Obj* o = make(k);
     o->items = std::move(items);
     return o;
   }
 
-  void push(ObjPtr o) { stack_.push_back(std::move(o)); }
-  const ObjPtr& top() {
+  void push(Obj* o) { stack_.push_back(std::move(o)); }
+  Obj* top() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("stack underflow");
     return stack_.back();
   }
-  ObjPtr pop() {
-    ObjPtr o = top();
+  Obj* pop() {
+    Obj* o = top();
     stack_.pop_back();
     return o;
   }
-  std::vector<ObjPtr> pop_n(size_t n) {
+  std::vector<Obj*> pop_n(size_t n) {
     const size_t floor = marks_.empty() ? 0 : marks_.back();
     if (stack_.size() < floor + n) fail("stack underflow");
-    std::vector<ObjPtr> out(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+    std::vector<Obj*> out(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
     stack_.resize(stack_.size() - n);
     return out;
   }
-  std::vector<ObjPtr> pop_mark() {
+  std::vector<Obj*> pop_mark() {
     if (marks_.empty()) fail("no MARK");
     const size_t m = marks_.back();
     marks_.pop_back();
-    std::vector<ObjPtr> out(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+    std::vector<Obj*> out(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
     stack_.resize(m);
     return out;
   }
-  ObjPtr memo(uint64_t k) {
+  Obj* memo(uint64_t k) {
     auto it = memo_.find(k);
     if (it == memo_.end()) fail("memo entry " + std::to_string(k) + " read before it is written");
     return it->second;
   }
-  const ObjPtr& expect(const ObjPtr& o, Obj::Kind k, const char* op) {
+  Obj* expect(Obj* o, Obj::Kind k, const char* op) {
     if (o->kind != k) fail(std::string(op) + " expects " + a_kind(k) + ", got " + a_kind(o->kind));
     return o;
   }
-  void set_items(const ObjPtr& dict, const std::vector<ObjPtr>& kvs) {
+  void set_items(Obj* dict, const std::vector<Obj*>& kvs) {
     if (kvs.size() % 2) fail("odd number of items for a dict");
     for (size_t k = 0; k < kvs.size(); k += 2) {
       if (kvs[k]->kind == Obj::kStr) {  // a key seen before keeps its place (a state dict has thousands)
-        auto [at, fresh] = dict->str_keys.try_emplace(kvs[k]->s, dict->entries.size());
+        auto [at, fresh] = str_keys_[dict].try_emplace(kvs[k]->s, dict->entries.size());
         if (!fresh) {
           dict->entries[at->second].second = kvs[k + 1];
           continue;
@@ -381,7 +401,7 @@ class Unpickler {
   }
 
   // The callables a state dict calls; any other global is refused.
-  ObjPtr reduce(const ObjPtr& fn, const std::vector<ObjPtr>& args) {
+  Obj* reduce(Obj* fn, const std::vector<Obj*>& args) {
     const std::string& name = expect(fn, Obj::kGlobal, "REDUCE")->s;
     if (name == "collections.OrderedDict") {
       if (!args.empty()) fail("collections.OrderedDict with arguments");
@@ -420,12 +440,12 @@ class Unpickler {
     }
     fail("refusing to call " + name + ": a state dict holds only tensors in a dict");
   }
-  static ObjPtr tensor(at::Tensor t) {
-    ObjPtr o = make(Obj::kTensor);
+  Obj* tensor(at::Tensor t) {
+    Obj* o = make(Obj::kTensor);
     o->tensor = std::move(t);
     return o;
   }
-  std::vector<int64_t> int_tuple(const ObjPtr& o, const std::string& where) {
+  std::vector<int64_t> int_tuple(Obj* o, const std::string& where) {
     std::vector<int64_t> out;
     for (const auto& e : expect(o, Obj::kTuple, where.c_str())->items)
       out.push_back(expect(e, Obj::kInt, where.c_str())->i);
@@ -435,12 +455,12 @@ class Unpickler {
   // BUILD: Python sets the OrderedDict's `_metadata` (per-module versions,
   // which only old BatchNorm checkpoints need); a state dict's keys and
   // tensors are complete without it.
-  void build(const ObjPtr& obj, const ObjPtr&) {
+  void build(Obj* obj, Obj*) {
     if (obj->kind != Obj::kDict && obj->kind != Obj::kTensor) fail("BUILD on " + a_kind(obj->kind));
   }
 
   // ('storage', torch.<X>Storage, key, location, numel): record data/<key>.
-  ObjPtr persistent_load(const ObjPtr& pid) {
+  Obj* persistent_load(Obj* pid) {
     const auto& t = expect(pid, Obj::kTuple, "BINPERSID")->items;
     if (t.size() != 5 || t[0]->kind != Obj::kStr || t[0]->s != "storage") fail("unknown persistent id");
     const std::string& key = expect(t[2], Obj::kStr, "BINPERSID")->s;
@@ -454,7 +474,7 @@ class Unpickler {
     if (numel < 0 || nbytes != static_cast<size_t>(numel) * item)
       fail("record " + record + " has " + std::to_string(nbytes) + " bytes for " + std::to_string(numel) +
            " " + c10::toString(dtype) + " elements");
-    ObjPtr o = make(Obj::kStorage);
+    Obj* o = make(Obj::kStorage);
     if (nbytes == 0) {
       o->tensor = at::empty({numel}, at::TensorOptions().dtype(dtype));
     } else {
@@ -471,13 +491,17 @@ class Unpickler {
 
   std::string path_;
   caffe2::serialize::PyTorchStreamReader& archive_;
+  Heap& heap_;
   const char* p_;
   const char* end_;
   size_t pos_ = 0;
-  std::vector<ObjPtr> stack_;
+  std::vector<Obj*> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, ObjPtr> memo_;
-  std::unordered_map<std::string, ObjPtr> storages_;
+  std::unordered_map<uint64_t, Obj*> memo_;
+  std::unordered_map<std::string, Obj*> storages_;
+  // A dict's str keys and their places in its entries (a state dict has
+  // thousands); only dicts have one.
+  std::unordered_map<const Obj*, std::unordered_map<std::string, size_t>> str_keys_;
 };
 
 }  // namespace
@@ -504,8 +528,8 @@ void check_byteorder(caffe2::serialize::PyTorchStreamReader& archive, const std:
                 "-endian): load and save it again with torch on a " + native + "-endian machine");
 }
 
-// torch.load of the archive's data.pkl: its top object.
-ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
+// torch.load of the archive's data.pkl.
+void unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name, Pickle& out) {
   at::DataPtr pickle;
   size_t size = 0;
   try {
@@ -516,7 +540,7 @@ ObjPtr unpickle(caffe2::serialize::PyTorchStreamReader& archive, const std::stri
   } catch (const c10::Error& e) {
     throw Error("fx::read_state_dict: cannot read data.pkl of " + name + ": " + e.what_without_backtrace());
   }
-  return Unpickler(name, archive, static_cast<const char*>(pickle.get()), size).run();
+  out.top = Unpickler(name, archive, out.heap, static_cast<const char*>(pickle.get()), size).run();
 }
 
 std::unique_ptr<caffe2::serialize::PyTorchStreamReader> open_archive(const std::string& path,
@@ -535,7 +559,9 @@ std::unique_ptr<caffe2::serialize::PyTorchStreamReader> open_archive(const std::
 }  // namespace
 
 StateDict detail::read_state_dict(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
-  ObjPtr top = unpickle(archive, name);
+  Pickle pickle;
+  unpickle(archive, name, pickle);
+  const Obj* top = pickle.top;
   if (top->kind != Obj::kDict)
     throw Error("fx::read_state_dict: " + name + " holds " + a_kind(top->kind) +
                 ", not a state dict; save model.state_dict()");
@@ -552,7 +578,9 @@ StateDict detail::read_state_dict(caffe2::serialize::PyTorchStreamReader& archiv
 
 std::vector<at::Tensor> read_tensors(const std::string& path) {
   auto archive = open_archive(path, "fx::read_tensors");
-  ObjPtr top = unpickle(*archive, path);
+  Pickle pickle;
+  unpickle(*archive, path, pickle);
+  const Obj* top = pickle.top;
   if (top->kind == Obj::kTensor) return {top->tensor};
   if (top->kind != Obj::kList && top->kind != Obj::kTuple)
     throw Error("fx::read_tensors: " + path + " holds " + a_kind(top->kind) +

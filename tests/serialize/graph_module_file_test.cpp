@@ -202,4 +202,36 @@ TEST(GraphModuleFile, SaveNamesWhatHasNoFileForm) {
   }
 }
 
+// A torch.save archive whose data.pkl is `pickle` (protocol 2, no tensors).
+std::string archive_of_pickle(const std::string& pickle) {
+  const std::string path = testing::TempDir() + "pickle_" + std::to_string(pickle.size()) + ".pt";
+  caffe2::serialize::PyTorchStreamWriter writer(path);
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+  return path;
+}
+
+std::string read_error(const std::string& pickle) {
+  try {
+    fx::read_state_dict(archive_of_pickle(pickle));
+  } catch (const fx::Error& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+// A pickle can make an object graph with cycles or of any depth. Neither may
+// leak (LeakSanitizer checks this test) nor overflow the stack when freed.
+TEST(TorchLoad, CyclesAndDeepNestingAreFreedAndRefused) {
+  // pickle.dumps({'w': l}, protocol=2) where l = []; l.append(l)
+  const char kCycle[] = "\x80\x02}q\x00X\x01\x00\x00\x00wq\x01]q\x02h\x02" "as.";
+  const std::string cycle(kCycle, sizeof kCycle - 1);
+  EXPECT_THAT(read_error(cycle), HasSubstr("maps a str to a list ('w')"));
+  // [[[...]]], a million deep: MARK * n, EMPTY_LIST, LIST * n.
+  const size_t depth = 1'000'000;
+  const std::string deep = "\x80\x02" + std::string(depth, '(') + "]" + std::string(depth, 'l') + ".";
+  EXPECT_THAT(read_error(deep), HasSubstr("holds a list, not a state dict"));
+}
+
 }  // namespace
+
