@@ -3,6 +3,7 @@
 
 #include <fx/argument.h>
 #include <fx/capture.h>
+#include <fx/compile.h>
 #include <fx/error.h>
 #include <fx/graph.h>
 #include <fx/graph_module.h>

@@ -1,0 +1,106 @@
+#pragma once
+// fx::compile: LibTorch code made into fused C++ kernels, with no Python.
+//
+//   auto compiled = fx::compile(model, [&](const auto& in) { return model->forward(in[0].toTensor()); });
+//   c10::IValue y = compiled->run({x});   // first call: capture, decompose, fuse, generate C++, build
+//
+// Each call's inputs are checked against guards (dtype, device, sizes and
+// strides of each tensor, the value of each other input, grad mode). The
+// first call that fits no specialization captures the code on those inputs
+// (fx::capture, functionalized), decomposes it (decompose.cpp), lowers its
+// float32 pointwise operators to vector expressions (lower.cpp), groups them
+// into kernels (schedule.cpp), writes one C++ source with an `extern "C"`
+// function per kernel over at::vec::Vectorized (codegen_cpp.cpp), builds it
+// with the system compiler into a shared library cached by the hash of its
+// source (build.cpp), and runs a GraphModule in which each kernel is one
+// call_function node; every other operator (matmul, convolution,
+// reductions, views) stays an ATen call. docs/compile.md says what is fused.
+//
+// Training is not compiled yet: while grad mode is on and an input or a
+// parameter requires grad, run() calls the original code, so that autograd
+// sees every operator. Run under torch::NoGradGuard or c10::InferenceMode.
+
+#include <fx/capture.h>
+#include <fx/graph_module.h>
+
+#include <ATen/core/ivalue.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace fx {
+
+struct CompileOptions {
+  // Where built kernel libraries are kept, named by their source's hash, so
+  // that a second process builds nothing. Empty: $FXCPP_CACHE_DIR, else
+  // $XDG_CACHE_HOME/fxcpp, else $HOME/.cache/fxcpp.
+  std::string cache_dir;
+  // Threads of each kernel's parallel loop; 0: at::get_num_threads().
+  int threads = 0;
+  // Where each specialization writes its source, which nodes went into which
+  // kernel, the compiled graph and the time of each phase. Empty:
+  // $FXCPP_COMPILE_DEBUG, else nothing is written.
+  std::string debug_dir;
+  // The C++ compiler. Empty: $CXX, else c++.
+  std::string compiler;
+};
+
+// What one specialization's compilation did, for tests and the debug files.
+struct CompileReport {
+  size_t kernels = 0;                                    // generated kernels
+  size_t fused_nodes = 0;                                // ATen nodes inside them
+  size_t extern_nodes = 0;                               // ATen calls left as they are
+  bool cache_hit = false;                                // the library was found built in the cache
+  std::string library;                                   // its path
+  std::vector<std::pair<std::string, double>> phase_ms;  // capture, decompose, ..., build
+};
+
+class CompiledModule {
+ public:
+  using Function = CaptureFunction;
+  CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options);
+  ~CompiledModule();
+  CompiledModule(const CompiledModule&) = delete;
+  CompiledModule& operator=(const CompiledModule&) = delete;
+
+  // Runs the compiled program for these inputs, compiling a specialization
+  // first when no guard fits. Throws fx::Error for what cannot be compiled
+  // or built (the message names the phase, and the build log's path).
+  c10::IValue run(const std::vector<c10::IValue>& inputs);
+  at::Tensor operator()(const at::Tensor& x) { return run({x}).toTensor(); }
+
+  size_t num_specializations() const;
+  // The GraphModule the last compiled specialization runs (its kernels are
+  // call_function nodes `fxcpp.compiled.k<hash>.cpp_fused_<ops>_<i>`), and
+  // what its compilation did. Throw fx::Error before the first run.
+  GraphModule& compiled_graph() const;
+  const CompileReport& report() const;
+
+ private:
+  struct Specialization;
+  Specialization& specialize(const std::vector<c10::IValue>& inputs);
+
+  torch::nn::Module* root_;
+  Function fn_;
+  CompileOptions options_;
+  std::vector<std::unique_ptr<Specialization>> specializations_;
+  Specialization* last_ = nullptr;
+};
+
+// Compiles `fn`, which reads the parameters and buffers of `root` (captured
+// as get_attr nodes named by path). `root` must outlive the result.
+std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn,
+                                        CompileOptions options = {});
+// Compiles a function of tensors alone.
+std::unique_ptr<CompiledModule> compile(CaptureFunction fn, CompileOptions options = {});
+// Compiles a GraphModule (torch-level or ATen-level); `gm` must outlive the
+// result.
+std::unique_ptr<CompiledModule> compile(GraphModule& gm, CompileOptions options = {});
+
+}  // namespace fx

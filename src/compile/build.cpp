@@ -1,0 +1,152 @@
+// Phase 5 of fx::compile: the generated source built into a shared library
+// by the system C++ compiler, as Inductor's CPU backend does, and loaded.
+//
+// Libraries are kept in the cache directory under the MD5 of their source
+// and build command, so a second compilation of the same program (in this
+// process or another) builds nothing. A build writes to a temporary name and
+// renames it into place, so concurrent builders of one hash never see a
+// partial file.
+#include "phases.h"
+
+#include "../passes/md5.h"
+
+#include <fx/error.h>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#ifndef FXCPP_TORCH_INCLUDE_DIR
+#error "FXCPP_TORCH_INCLUDE_DIR: LibTorch's include directory, which generated kernels include"
+#endif
+
+namespace fx::compile_detail {
+
+namespace {
+
+std::string hex(const std::array<uint8_t, 16>& digest) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : digest) s += {digits[b >> 4], digits[b & 15]};
+  return s;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The instruction set the kernels use: AVX2 with FMA where this processor
+// has them (ATen's own CPU_CAPABILITY names), else ATen's portable vectors.
+std::string isa_flags() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "-mavx2 -mfma -DCPU_CAPABILITY=AVX2 -DCPU_CAPABILITY_AVX2";
+  return "-DCPU_CAPABILITY=DEFAULT";
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string tail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
+}
+
+std::mutex loaded_mu;
+std::map<std::string, std::shared_ptr<const Library>> loaded;  // by hash; never unloaded
+
+}  // namespace
+
+void* Library::symbol(const std::string& name) const {
+  void* p = dlsym(handle, name.c_str());
+  if (!p) throw Error("fx::compile: " + path + " has no kernel " + name + ": remove it from the cache");
+  return p;
+}
+
+std::string default_cache_dir() {
+  if (std::string d = env("FXCPP_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/fxcpp";
+  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxcpp";
+  return "/tmp/fxcpp-cache";
+}
+
+std::string default_compiler() {
+  std::string c = env("CXX");
+  return c.empty() ? "c++" : c;
+}
+
+std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,
+                                             const std::string& compiler) {
+  const std::string include = FXCPP_TORCH_INCLUDE_DIR;
+  if (!std::filesystem::is_directory(include + "/ATen/cpu/vec"))
+    throw Error(
+        "fx::compile: LibTorch's headers are not at " + include +
+        ", where fxcpp was built against them; kernels include ATen/cpu/vec: reinstall LibTorch there "
+        "or rebuild fxcpp against the LibTorch you have");
+  const std::string flags =
+      "-std=c++17 -O3 -shared -fPIC -fopenmp -w " + isa_flags() + " -I" + quote(include);
+  const std::string hash = hex(passes::detail::md5(compiler + "\n" + flags + "\n" + source));
+
+  std::lock_guard<std::mutex> lock(loaded_mu);
+  if (auto it = loaded.find(hash); it != loaded.end()) {
+    auto again = std::make_shared<Library>(*it->second);
+    again->cache_hit = true;
+    return again;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  if (ec) throw Error("fx::compile: cannot create the cache directory " + cache_dir + ": " + ec.message());
+  auto lib = std::make_shared<Library>();
+  lib->hash = hash;
+  lib->path = cache_dir + "/" + hash + ".so";
+  lib->cache_hit = std::filesystem::exists(lib->path);
+  if (!lib->cache_hit) {
+    const std::string cpp = cache_dir + "/" + hash + ".cpp", log = cache_dir + "/" + hash + ".log";
+    const std::string tmp = lib->path + ".tmp" + std::to_string(getpid());
+    {
+      std::ofstream out(cpp);
+      out << source;
+      if (!out) throw Error("fx::compile: cannot write " + cpp);
+    }
+    const std::string command =
+        quote(compiler) + " " + flags + " " + quote(cpp) + " -o " + quote(tmp) + " > " + quote(log) + " 2>&1";
+    const int status = std::system(command.c_str());
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::filesystem::remove(tmp, ec);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        throw Error(
+            "fx::compile: the C++ compiler '" + compiler +
+            "' was not found: install g++ (Debian: apt install g++) or name one in CompileOptions::compiler "
+            "or $CXX");
+      throw Error("fx::compile: building " + cpp + " failed (log: " + log + "):\n" + tail(log, 2000));
+    }
+    std::filesystem::rename(tmp, lib->path, ec);
+    if (ec) throw Error("fx::compile: cannot move the built library to " + lib->path + ": " + ec.message());
+  }
+  lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle) {
+    const char* why = dlerror();
+    throw Error("fx::compile: cannot load " + lib->path + ": " + (why ? why : "unknown error") +
+                "; remove it from the cache to rebuild it");
+  }
+  loaded[hash] = lib;
+  return lib;
+}
+
+}  // namespace fx::compile_detail

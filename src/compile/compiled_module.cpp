@@ -1,0 +1,308 @@
+// fx::compile: guards, the phases in order (phases.h), and the GraphModule
+// that runs a specialization, with each kernel as one call_function node.
+#include <fx/compile.h>
+
+#include "phases.h"
+
+#include <fx/error.h>
+#include <fx/passes/cse.h>
+#include <fx/runtime.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/nn/module.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+namespace fx {
+
+namespace cd = compile_detail;
+
+namespace {
+
+using KernelFn = void (*)(const float* const*, float* const*);
+
+// What a kernel node does when the GraphModule runs it: checks its inputs
+// against the sizes it was built for, allocates its outputs, calls it.
+class KernelCall : public Callable {
+ public:
+  KernelCall(std::string name, KernelFn fn, std::vector<passes::TensorMetadata> inputs,
+             std::vector<int64_t> shape, size_t outputs)
+      : name_(std::move(name)),
+        fn_(fn),
+        inputs_(std::move(inputs)),
+        shape_(std::move(shape)),
+        outputs_(outputs) {}
+
+  c10::IValue call(std::vector<c10::IValue> args, IValueKwargs) const override {
+    if (args.size() != inputs_.size())
+      throw Error(name_ + ": takes " + std::to_string(inputs_.size()) + " tensors, got " +
+                  std::to_string(args.size()));
+    std::vector<at::Tensor> keep(args.size());
+    std::vector<const float*> in(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const passes::TensorMetadata& want = inputs_[i];
+      if (!args[i].isTensor()) throw Error(name_ + ": input " + std::to_string(i) + " is not a tensor");
+      at::Tensor t = args[i].toTensor();
+      if (t.scalar_type() != at::kFloat || !t.device().is_cpu() || t.sizes() != at::IntArrayRef(want.shape)) {
+        std::ostringstream got;
+        got << c10::toString(t.scalar_type()) << " " << t.device() << " " << t.sizes();
+        throw Error(name_ + ": input " + std::to_string(i) + " is " + got.str() +
+                    ", the kernel was built for float32 CPU tensors of its specialization's sizes");
+      }
+      // Strides other than the specialization's (an ATen op that chose
+      // another layout this time): read a copy in the expected layout.
+      if (t.numel() > 1 && t.strides() != at::IntArrayRef(want.stride))
+        t = at::empty_strided(want.shape, want.stride, t.options()).copy_(t);
+      keep[i] = t;
+      in[i] = t.data_ptr<float>();
+    }
+    std::vector<at::Tensor> out(outputs_);
+    std::vector<float*> out_ptrs(outputs_);
+    for (size_t o = 0; o < outputs_; ++o) {
+      out[o] = at::empty(shape_, at::TensorOptions().dtype(at::kFloat));
+      out_ptrs[o] = out[o].data_ptr<float>();
+    }
+    fn_(in.data(), out_ptrs.data());
+    if (outputs_ == 1) return out[0];
+    return c10::ivalue::Tuple::create(std::vector<c10::IValue>(out.begin(), out.end()));
+  }
+  std::string describe() const override { return "fx::compile kernel " + name_; }
+
+ private:
+  std::string name_;
+  KernelFn fn_;
+  std::vector<passes::TensorMetadata> inputs_;
+  std::vector<int64_t> shape_;
+  size_t outputs_;
+};
+
+// The guard of one call: what a specialization assumed about its inputs.
+void guard_key(const c10::IValue& v, std::ostringstream& key, size_t index) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    key << "T" << c10::toString(t.scalar_type()) << ":" << t.device() << ":" << t.sizes() << ":"
+        << t.strides() << ":" << t.requires_grad() << ";";
+  } else if (v.isInt()) {
+    key << "i" << v.toInt() << ";";
+  } else if (v.isDouble()) {
+    key << "d" << v.toDouble() << ";";
+  } else if (v.isBool()) {
+    key << "b" << v.toBool() << ";";
+  } else if (v.isNone()) {
+    key << "N;";
+  } else if (v.isString()) {
+    key << "s" << v.toStringRef().size() << ":" << v.toStringRef() << ";";
+  } else if (v.isList() || v.isTuple()) {
+    const auto items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
+    key << "[" << items.size() << ";";
+    for (const auto& item : items) guard_key(item, key, index);
+    key << "]";
+  } else {
+    throw Error("fx::compile: input " + std::to_string(index) + " is a " + python_type_name(v) +
+                "; a compiled module takes tensors, numbers, strings, None, and lists and tuples of them");
+  }
+}
+
+std::string guard_key(const std::vector<c10::IValue>& inputs) {
+  std::ostringstream key;
+  for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
+  key << "grad:" << at::GradMode::is_enabled();
+  return key.str();
+}
+
+bool any_requires_grad(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().requires_grad();
+  if (v.isList())
+    for (const auto& item : v.toListRef())
+      if (any_requires_grad(item)) return true;
+  if (v.isTuple())
+    for (const auto& item : v.toTupleRef().elements())
+      if (any_requires_grad(item)) return true;
+  return false;
+}
+
+double ms_since(std::chrono::steady_clock::time_point& t) {
+  auto now = std::chrono::steady_clock::now();
+  double ms = std::chrono::duration<double, std::milli>(now - t).count();
+  t = now;
+  return ms;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+struct CompiledModule::Specialization {
+  std::string key;
+  std::unique_ptr<GraphModule> captured;  // owns the attributes the compiled graph reads
+  std::unique_ptr<GraphModule> compiled;
+  CompileReport report;
+};
+
+CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options)
+    : root_(root), fn_(std::move(fn)), options_(std::move(options)) {
+  if (options_.cache_dir.empty()) options_.cache_dir = cd::default_cache_dir();
+  if (options_.compiler.empty()) options_.compiler = cd::default_compiler();
+  if (options_.debug_dir.empty()) options_.debug_dir = env("FXCPP_COMPILE_DEBUG");
+  if (options_.threads <= 0) options_.threads = at::get_num_threads();
+}
+
+CompiledModule::~CompiledModule() = default;
+
+size_t CompiledModule::num_specializations() const { return specializations_.size(); }
+
+GraphModule& CompiledModule::compiled_graph() const {
+  if (!last_) throw Error("fx::CompiledModule::compiled_graph: nothing is compiled before the first run()");
+  return *last_->compiled;
+}
+
+const CompileReport& CompiledModule::report() const {
+  if (!last_) throw Error("fx::CompiledModule::report: nothing is compiled before the first run()");
+  return last_->report;
+}
+
+c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
+  if (at::GradMode::is_enabled()) {
+    bool grad = false;
+    for (const auto& v : inputs) grad = grad || any_requires_grad(v);
+    if (root_)
+      for (const auto& p : root_->parameters()) grad = grad || p.requires_grad();
+    if (grad) return fn_(inputs);  // autograd must see every operator: not compiled yet
+  }
+  Specialization& s = specialize(inputs);
+  return s.compiled->run(inputs);
+}
+
+CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10::IValue>& inputs) {
+  const std::string key = guard_key(inputs);
+  if (last_ && last_->key == key) return *last_;
+  for (auto& s : specializations_)
+    if (s->key == key) return *(last_ = s.get());
+
+  auto s = std::make_unique<Specialization>();
+  s->key = key;
+  auto& phase = s->report.phase_ms;
+  auto t = std::chrono::steady_clock::now();
+
+  CaptureOptions capture_options;
+  capture_options.functionalize = true;
+  s->captured = root_ ? capture(*root_, fn_, inputs, capture_options) : capture(fn_, inputs, capture_options);
+  phase.emplace_back("capture", ms_since(t));
+  Graph& graph = s->captured->graph();
+  // Captured code often computes a value twice (x.t() in two expressions):
+  // a kernel then reads one input instead of two.
+  passes::cse(graph);
+  phase.emplace_back("cse", ms_since(t));
+  passes::ShapeProp(*s->captured).propagate(std::vector<Value>(inputs.begin(), inputs.end()));
+  phase.emplace_back("shape_prop", ms_since(t));
+  cd::decompose(graph);
+  phase.emplace_back("decompose", ms_since(t));
+  std::unordered_map<const Node*, cd::PointwiseOp> lowered;
+  for (Node* n : graph.nodes())
+    if (auto op = cd::lower(*n)) lowered.emplace(n, std::move(*op));
+  phase.emplace_back("lower", ms_since(t));
+  std::vector<cd::Kernel> kernels = cd::schedule(graph, lowered);
+  // Kernels write their outputs contiguous: kernels that read them read them so.
+  for (const cd::Kernel& k : kernels)
+    for (Node* out : k.outputs) {
+      passes::TensorMetadata meta = *cd::tensor_meta(*out);
+      meta.stride.assign(meta.shape.size(), 1);
+      for (size_t d = meta.shape.size(); d-- > 1;) meta.stride[d - 1] = meta.stride[d] * meta.shape[d];
+      meta.memory_format = c10::MemoryFormat::Contiguous;
+      out->meta().set("tensor_meta", meta);
+    }
+  phase.emplace_back("schedule", ms_since(t));
+  const std::string source = cd::generate_cpp(kernels, lowered, options_.threads);
+  phase.emplace_back("codegen", ms_since(t));
+  std::shared_ptr<const cd::Library> library;
+  if (!kernels.empty()) {
+    library = cd::build_library(source, options_.cache_dir, options_.compiler);
+    s->report.cache_hit = library->cache_hit;
+    s->report.library = library->path;
+  }
+  phase.emplace_back("build", ms_since(t));
+
+  // The graph to run: every fused node replaced by its kernel's call, at the
+  // place of the kernel's last member.
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Node*, Node*> map;
+  std::unordered_map<const Node*, const cd::Kernel*> runs_at;
+  std::unordered_set<const Node*> fused;
+  for (const cd::Kernel& k : kernels) {
+    runs_at[k.members.back()] = &k;
+    fused.insert(k.members.begin(), k.members.end());
+    s->report.fused_nodes += k.members.size();
+  }
+  auto mapped = [&](Node* x) -> Argument { return map.at(x); };
+  for (Node* n : graph.nodes()) {
+    if (!fused.count(n)) {
+      map[n] = g->node_copy(*n, mapped);
+      if (n->op() == Op::call_function) ++s->report.extern_nodes;
+      continue;
+    }
+    auto it = runs_at.find(n);
+    if (it == runs_at.end()) continue;
+    const cd::Kernel& k = *it->second;
+    std::vector<passes::TensorMetadata> metas;
+    Args args;
+    for (Node* in : k.inputs) {
+      metas.push_back(*cd::tensor_meta(*in));
+      args.push_back(map.at(in));
+    }
+    const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
+    register_function(
+        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
+                                             std::move(metas), k.shape, k.outputs.size()));
+    Node* call = g->call_function(target, std::move(args));
+    if (k.outputs.size() == 1) {
+      map[k.outputs[0]] = call;
+    } else {
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        map[k.outputs[o]] = g->call_function("operator.getitem", {call, static_cast<int64_t>(o)});
+    }
+  }
+  g->set_pytree_info(graph.pytree_info());
+  s->report.kernels = kernels.size();
+  s->compiled = std::make_unique<GraphModule>(*s->captured, std::move(g), "CompiledGraphModule");
+  phase.emplace_back("wrap", ms_since(t));
+
+  if (!options_.debug_dir.empty()) {
+    const std::string dir = options_.debug_dir + "/" + (library ? library->hash.substr(0, 12) : "no_kernels");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/source.cpp") << source;
+    std::ofstream(dir + "/graph.txt") << s->compiled->graph().to_string();
+    std::ofstream kernels_txt(dir + "/kernels.txt");
+    for (const cd::Kernel& k : kernels) {
+      kernels_txt << k.name << ":";
+      for (Node* m : k.members) kernels_txt << " " << m->name();
+      kernels_txt << "\n";
+    }
+    std::ofstream phases_txt(dir + "/phases.txt");
+    for (const auto& [name, ms] : phase) phases_txt << name << " " << ms << " ms\n";
+  }
+  specializations_.push_back(std::move(s));
+  return *(last_ = specializations_.back().get());
+}
+
+std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn, CompileOptions options) {
+  return std::make_unique<CompiledModule>(&root, std::move(fn), std::move(options));
+}
+
+std::unique_ptr<CompiledModule> compile(CaptureFunction fn, CompileOptions options) {
+  return std::make_unique<CompiledModule>(nullptr, std::move(fn), std::move(options));
+}
+
+std::unique_ptr<CompiledModule> compile(GraphModule& gm, CompileOptions options) {
+  return std::make_unique<CompiledModule>(
+      &gm, [&gm](const std::vector<c10::IValue>& in) { return gm.run(in); }, std::move(options));
+}
+
+}  // namespace fx

@@ -1,0 +1,236 @@
+// Phase 2 of fx::compile: a float32 pointwise ATen node as an expression over
+// at::vec::Vectorized<float>, the loop-level form the code generator
+// composes. Each value is a function of the loop index; an expression names
+// its tensor operands {0}, {1}, ... and the generator substitutes the values
+// it loaded or computed for them. Anything not in the table below, or not
+// float32, stays an ATen call.
+#include "phases.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace fx::compile_detail {
+
+const passes::TensorMetadata* tensor_meta(const Node& node) {
+  return node.meta().get<passes::TensorMetadata>("tensor_meta");
+}
+
+namespace {
+
+// A float constant as C++ source, exactly (shortest round-trip form).
+std::string vec_constant(double value) {
+  const float f = static_cast<float>(value);
+  if (std::isnan(f)) return "V(std::numeric_limits<float>::quiet_NaN())";
+  if (std::isinf(f))
+    return f > 0 ? "V(std::numeric_limits<float>::infinity())" : "V(-std::numeric_limits<float>::infinity())";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+  std::string s(buf, end);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return "V(" + s + "f)";
+}
+
+// Builds one node's expression: operands become {k} references (tensors)
+// or constants (Python scalars).
+class Builder {
+ public:
+  explicit Builder(const Node& n) : n_(n) {}
+
+  // The positional argument `i`, else the keyword `key`, else nullptr.
+  const Argument* arg(size_t i, const char* key = nullptr) const {
+    if (i < n_.args().size()) return &n_.args()[i];
+    return key ? n_.kwarg(key) : nullptr;
+  }
+  // A scalar argument's value; nullopt when it is absent, None, or a tensor.
+  std::optional<double> scalar(size_t i, const char* key = nullptr) const {
+    const Argument* a = arg(i, key);
+    if (!a) return std::nullopt;
+    if (a->is<double>()) return a->get<double>();
+    if (a->is<int64_t>()) return static_cast<double>(a->get<int64_t>());
+    if (a->is<bool>()) return a->get<bool>() ? 1.0 : 0.0;
+    return std::nullopt;
+  }
+  // An operand as an expression: "{k}" for a float32 tensor, a constant for
+  // a number; empty when it is neither (the node is not lowered).
+  std::string operand(size_t i, const char* key = nullptr) {
+    const Argument* a = arg(i, key);
+    if (!a) return {};
+    if (Node* in = a->node()) {
+      const passes::TensorMetadata* m = tensor_meta(*in);
+      if (!m || m->dtype != c10::kFloat || m->is_quantized) return {};
+      for (size_t k = 0; k < op_.inputs.size(); ++k)
+        if (op_.inputs[k] == in) return std::string("{") + std::to_string(k) + "}";
+      op_.inputs.push_back(in);
+      return std::string("{") + std::to_string(op_.inputs.size() - 1) + "}";
+    }
+    if (auto v = scalar(i, key)) return vec_constant(*v);
+    return {};
+  }
+  std::optional<PointwiseOp> done(std::string format) {
+    if (format.empty() || op_.inputs.empty()) return std::nullopt;
+    op_.format = std::move(format);
+    return std::move(op_);
+  }
+
+ private:
+  const Node& n_;
+  PointwiseOp op_;
+};
+
+using Rule = std::function<std::optional<PointwiseOp>(Builder&)>;
+
+// self OP other, with alpha scaling `other` where the overload has one.
+Rule binary(const char* op, bool has_alpha, bool reversed = false) {
+  return [=](Builder& b) -> std::optional<PointwiseOp> {
+    std::string x = b.operand(0, "self"), y = b.operand(1, "other");
+    if (x.empty() || y.empty()) return std::nullopt;
+    if (reversed) std::swap(x, y);
+    if (has_alpha) {
+      const Argument* a = b.arg(2, "alpha");
+      if (a && !a->is_none()) {
+        auto alpha = b.scalar(2, "alpha");
+        if (!alpha) return std::nullopt;
+        if (*alpha != 1.0) y = "(" + vec_constant(*alpha) + " * " + y + ")";
+      }
+    }
+    return b.done("(" + x + " " + op + " " + y + ")");
+  };
+}
+
+// f(self) where `format` names self as $.
+Rule unary(std::string format) {
+  return [format](Builder& b) -> std::optional<PointwiseOp> {
+    std::string x = b.operand(0, "self");
+    if (x.empty()) return std::nullopt;
+    std::string out;
+    for (char c : format) out += c == '$' ? x : std::string(1, c);
+    return b.done(out);
+  };
+}
+
+// clamp(self, min=None, max=None) and its one-sided forms.
+Rule clamp(const char* min_key, const char* max_key, std::optional<double> min_default = std::nullopt,
+           std::optional<double> max_default = std::nullopt) {
+  return [=](Builder& b) -> std::optional<PointwiseOp> {
+    std::string x = b.operand(0, "self");
+    if (x.empty()) return std::nullopt;
+    size_t pos = 1;
+    std::optional<double> lo = min_default, hi = max_default;
+    if (min_key) {
+      const Argument* a = b.arg(pos, min_key);
+      if (a && !a->is_none() && !(lo = b.scalar(pos, min_key))) return std::nullopt;
+      ++pos;
+    }
+    if (max_key) {
+      const Argument* a = b.arg(pos, max_key);
+      if (a && !a->is_none() && !(hi = b.scalar(pos, max_key))) return std::nullopt;
+    }
+    if (lo) x = "at::vec::clamp_min(" + x + ", " + vec_constant(*lo) + ")";
+    if (hi) x = "at::vec::clamp_max(" + x + ", " + vec_constant(*hi) + ")";
+    return b.done(x);
+  };
+}
+
+std::optional<PointwiseOp> gelu(Builder& b) {
+  std::string x = b.operand(0, "self");
+  if (x.empty()) return std::nullopt;
+  const Argument* a = b.arg(1, "approximate");
+  const std::string approximate = a && a->is<std::string>() ? a->get<std::string>() : "none";
+  if (approximate == "none")
+    return b.done("(V(0.5f) * " + x + " * (V(1.0f) + (" + x + " * V(0.70710678118654752f)).erf()))");
+  if (approximate == "tanh")
+    return b.done("(V(0.5f) * " + x + " * (V(1.0f) + (V(0.79788456080286536f) * (" + x +
+                  " + V(0.044715f) * " + x + " * " + x + " * " + x + ")).tanh()))");
+  return std::nullopt;
+}
+
+std::optional<PointwiseOp> pow_scalar(Builder& b) {
+  std::string x = b.operand(0, "self");
+  auto e = b.scalar(1, "exponent");
+  if (x.empty() || !e) return std::nullopt;
+  if (*e == 1.0) return b.done(x);
+  if (*e == 2.0) return b.done("(" + x + " * " + x + ")");
+  if (*e == 3.0) return b.done("(" + x + " * " + x + " * " + x + ")");
+  if (*e == 0.5) return b.done(x + ".sqrt()");
+  if (*e == -0.5) return b.done(x + ".rsqrt()");
+  if (*e == -1.0) return b.done(x + ".reciprocal()");
+  return b.done(x + ".pow(" + vec_constant(*e) + ")");
+}
+
+std::optional<PointwiseOp> leaky_relu(Builder& b) {
+  std::string x = b.operand(0, "self");
+  auto slope = b.arg(1, "negative_slope") ? b.scalar(1, "negative_slope") : std::optional<double>(0.01);
+  if (x.empty() || !slope) return std::nullopt;
+  return b.done("V::blendv(" + x + " * " + vec_constant(*slope) + ", " + x + ", " + x + " > V(0.0f))");
+}
+
+// By `<op>.<overload>` of torch.ops.aten.
+const std::map<std::string, Rule, std::less<>>& rules() {
+  static const std::map<std::string, Rule, std::less<>> table = {
+      {"add.Tensor", binary("+", true)},
+      {"add.Scalar", binary("+", true)},
+      {"sub.Tensor", binary("-", true)},
+      {"sub.Scalar", binary("-", true)},
+      {"rsub.Scalar", binary("-", true, true)},
+      {"rsub.Tensor", binary("-", true, true)},
+      {"mul.Tensor", binary("*", false)},
+      {"mul.Scalar", binary("*", false)},
+      {"div.Tensor", binary("/", false)},
+      {"div.Scalar", binary("/", false)},
+      {"maximum.default",
+       [](Builder& b) -> std::optional<PointwiseOp> {
+         std::string x = b.operand(0, "self"), y = b.operand(1, "other");
+         if (x.empty() || y.empty()) return std::nullopt;
+         return b.done("at::vec::maximum(" + x + ", " + y + ")");
+       }},
+      {"minimum.default",
+       [](Builder& b) -> std::optional<PointwiseOp> {
+         std::string x = b.operand(0, "self"), y = b.operand(1, "other");
+         if (x.empty() || y.empty()) return std::nullopt;
+         return b.done("at::vec::minimum(" + x + ", " + y + ")");
+       }},
+      {"neg.default", unary("$.neg()")},
+      {"relu.default", unary("at::vec::clamp_min($, V(0.0f))")},
+      {"sigmoid.default", unary("(V(1.0f) / (V(1.0f) + $.neg().exp()))")},
+      {"silu.default", unary("($ / (V(1.0f) + $.neg().exp()))")},
+      {"tanh.default", unary("$.tanh()")},
+      {"exp.default", unary("$.exp()")},
+      {"log.default", unary("$.log()")},
+      {"sqrt.default", unary("$.sqrt()")},
+      {"rsqrt.default", unary("$.rsqrt()")},
+      {"reciprocal.default", unary("$.reciprocal()")},
+      {"abs.default", unary("$.abs()")},
+      {"sin.default", unary("$.sin()")},
+      {"cos.default", unary("$.cos()")},
+      {"erf.default", unary("$.erf()")},
+      {"hardsigmoid.default", unary("(at::vec::clamp($ + V(3.0f), V(0.0f), V(6.0f)) / V(6.0f))")},
+      {"hardswish.default", unary("($ * at::vec::clamp($ + V(3.0f), V(0.0f), V(6.0f)) / V(6.0f))")},
+      {"gelu.default", gelu},
+      {"pow.Tensor_Scalar", pow_scalar},
+      {"leaky_relu.default", leaky_relu},
+      {"clamp.default", clamp("min", "max")},
+      {"clamp_min.default", clamp("min", nullptr)},
+      {"clamp_max.default", clamp(nullptr, "max")},
+      {"hardtanh.default", clamp("min_val", "max_val", -1.0, 1.0)},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::optional<PointwiseOp> lower(const Node& node) {
+  if (node.op() != Op::call_function) return std::nullopt;
+  const OpsName* ops = node.target().ops_name();
+  if (!ops || ops->ns != "aten") return std::nullopt;
+  const passes::TensorMetadata* out = tensor_meta(node);
+  if (!out || out->dtype != c10::kFloat || out->is_quantized) return std::nullopt;
+  auto rule = rules().find(ops->op + "." + ops->overload);
+  if (rule == rules().end()) return std::nullopt;
+  Builder b(node);
+  return rule->second(b);
+}
+
+}  // namespace fx::compile_detail

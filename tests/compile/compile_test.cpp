@@ -1,0 +1,168 @@
+// fx::compile against eager LibTorch: outputs, what was fused, guards, the
+// cache, and the errors.
+#include <fx/compile.h>
+#include <fx/error.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <filesystem>
+
+namespace {
+
+using testing::HasSubstr;
+
+// A cache of this test run only, so that what is built is known.
+fx::CompileOptions fresh_options() {
+  static std::atomic<int> n{0};
+  fx::CompileOptions o;
+  o.cache_dir = testing::TempDir() + "fxcpp_compile_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
+  return o;
+}
+
+void expect_close(const at::Tensor& got, const at::Tensor& want) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << "max difference " << (got - want).abs().max().item<float>();
+}
+
+size_t count_kernel_nodes(const fx::GraphModule& gm) {
+  size_t n = 0;
+  for (fx::Node* node : gm.graph().nodes())
+    n += node->op() == fx::Op::call_function && node->target().str().rfind("fxcpp.compiled.", 0) == 0;
+  return n;
+}
+
+at::Tensor chain(const at::Tensor& x, const at::Tensor& b) { return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5; }
+
+TEST(Compile, PointwiseChainIsOneKernel) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({64, 33}), b = torch::randn({33});  // 33: a partial vector per row
+  expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  EXPECT_EQ(compiled->report().fused_nodes, 6u);
+  EXPECT_EQ(compiled->report().extern_nodes, 0u);
+  EXPECT_EQ(count_kernel_nodes(compiled->compiled_graph()), 1u);
+  EXPECT_THAT(compiled->compiled_graph().graph().to_string(), HasSubstr("cpp_fused_mul_add_relu_sigmoid"));
+}
+
+TEST(Compile, MlpBiasAndActivationFuseAfterTheMatrixProduct) {
+  torch::manual_seed(0);
+  torch::nn::Sequential mlp(torch::nn::Linear(32, 64), torch::nn::GELU(), torch::nn::Linear(64, 16),
+                            torch::nn::ReLU());
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *mlp, [&](const std::vector<c10::IValue>& in) { return mlp->forward(in[0].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({20, 32});
+  expect_close(compiled->run({x}).toTensor(), mlp->forward(x));
+  EXPECT_EQ(compiled->report().kernels, 2u);  // bias + gelu, bias + relu
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_THAT(text, testing::Not(HasSubstr("addmm")));
+  EXPECT_THAT(text, HasSubstr("torch.ops.aten.mm.default"));
+  // The parameters are read, not frozen: a new weight changes the output.
+  mlp->ptr(0)->as<torch::nn::Linear>()->weight.mul_(2);
+  expect_close(compiled->run({x}).toTensor(), mlp->forward(x));
+}
+
+TEST(Compile, StridedAndBroadcastInputsAreReadThroughTheirStrides) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& col) { return torch::tanh(x.t() * col) + x.t().exp(); };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({19, 12}), col = torch::randn({12, 1});
+  expect_close(compiled->run({x, col}).toTensor(), fn(x, col));
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  // x.t() twice is one transpose after CSE: the kernel reads it once.
+  for (fx::Node* n : compiled->compiled_graph().graph().nodes())
+    if (n->target().str().rfind("fxcpp.compiled.", 0) == 0) {
+      EXPECT_EQ(n->args().size(), 2u) << n->format_node();
+    }
+}
+
+TEST(Compile, AnExternReadClosesAKernel) {
+  // `a` is read by mm before its second user: the kernel that makes it ends
+  // there, and sigmoid(a) + m is a second kernel.
+  auto fn = [](const at::Tensor& x, const at::Tensor& w) {
+    at::Tensor a = torch::relu(x * 2.0);
+    at::Tensor m = torch::mm(a, w);
+    return torch::sigmoid(a) + m;
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({16, 16}), w = torch::randn({16, 16});
+  expect_close(compiled->run({x, w}).toTensor(), fn(x, w));
+  EXPECT_EQ(compiled->report().kernels, 2u);
+  EXPECT_EQ(compiled->report().extern_nodes, 1u);
+}
+
+TEST(Compile, NewSizesCompileANewSpecialization) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  for (auto sizes : {std::vector<int64_t>{8, 16}, {5, 7}, {8, 16}, {1000}}) {
+    at::Tensor x = torch::randn(sizes), b = torch::randn({sizes.back()});
+    expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+  }
+  EXPECT_EQ(compiled->num_specializations(), 3u);
+  // Another dtype: a guard fails, and the float64 program runs on ATen.
+  at::Tensor xd = torch::randn({8, 16}, torch::kDouble), bd = torch::randn({16}, torch::kDouble);
+  expect_close(compiled->run({xd, bd}).toTensor(), chain(xd, bd));
+  EXPECT_EQ(compiled->num_specializations(), 4u);
+  EXPECT_EQ(compiled->report().kernels, 0u);
+}
+
+TEST(Compile, TheSameProgramIsBuiltOnce) {
+  fx::CompileOptions options = fresh_options();
+  auto fn = [](const std::vector<c10::IValue>& in) { return torch::silu(in[0].toTensor()) * 3.0; };
+  at::Tensor x = torch::randn({7, 9});
+  auto first = fx::compile(fn, options);
+  first->run({x});
+  auto second = fx::compile(fn, options);
+  expect_close(second->run({x}).toTensor(), torch::silu(x) * 3.0);
+  EXPECT_TRUE(second->report().cache_hit);
+  EXPECT_EQ(second->report().library, first->report().library);
+  EXPECT_TRUE(std::filesystem::exists(first->report().library));
+}
+
+TEST(Compile, GradModeRunsTheOriginalCode) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({4, 4}, torch::requires_grad()), b = torch::randn({4});
+  at::Tensor y = compiled->run({x, b}).toTensor();
+  EXPECT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_EQ(compiled->num_specializations(), 0u);
+}
+
+TEST(Compile, MissingCompilerIsAnError) {
+  fx::CompileOptions options = fresh_options();
+  options.compiler = "/nonexistent/fxcpp-no-compiler";
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return torch::cos(in[0].toTensor()) + 11.0; }, options);
+  try {
+    compiled->run({torch::randn({3, 97})});
+    FAIL() << "compiled without a compiler";
+  } catch (const fx::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the C++ compiler '/nonexistent/fxcpp-no-compiler' was not found"));
+  }
+  EXPECT_THROW(compiled->compiled_graph(), fx::Error);
+}
+
+TEST(Compile, DebugDirectoryHoldsSourceKernelsAndPhases) {
+  fx::CompileOptions options = fresh_options();
+  options.debug_dir = options.cache_dir + "_debug";
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, options);
+  compiled->run({torch::randn({6, 10}), torch::randn({10})});
+  std::vector<std::string> files;
+  for (const auto& dir : std::filesystem::directory_iterator(options.debug_dir))
+    for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"graph.txt", "kernels.txt", "phases.txt", "source.cpp"}));
+  std::vector<std::string> phases;
+  for (const auto& [name, ms] : compiled->report().phase_ms) phases.push_back(name);
+  EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "decompose", "lower", "schedule", "codegen",
+                                              "build", "wrap"}));
+}
+
+}  // namespace
