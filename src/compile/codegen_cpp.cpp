@@ -11,6 +11,7 @@
 
 #include <fx/error.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace fx::compile_detail {
@@ -86,7 +87,9 @@ class KernelWriter {
     os << "]:";
     for (Node* m : k_.members) os << " " << m->name();
     os << "\nextern \"C\" void " << k_.name << "(const float* const* in, float* const* out) {\n";
-    if (flat_ || k_.shape.empty())
+    if (k_.row)
+      write_rows(os);
+    else if (flat_ || k_.shape.empty())
       write_flat(os);
     else
       write_nested(os);
@@ -119,6 +122,22 @@ class KernelWriter {
        << ";\n";
     os << parallel("kOuter * kInner");
     os << "  for (int64_t o = 0; o < kOuter; ++o) {\n";
+    row_offsets(os);
+    auto offset = [&](size_t k) {
+      return std::string("b") + std::to_string(k) + std::string(" + j * ") +
+             std::to_string(strides_[k][rank - 1]);
+    };
+    os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
+    body(os, "      ", "o * kInner + j", "", offset);
+    os << "    }\n    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
+    body(os, "      ", "o * kInner + j", "kInner % kStep", offset);
+    os << "    }\n  }\n";
+  }
+
+  // The index of row `o` in each dimension but the last, and each input's
+  // offset at the start of the row.
+  void row_offsets(std::ostream& os) {
+    const size_t rank = k_.shape.size();
     os << "    int64_t r = o;\n";
     for (size_t d = rank - 1; d-- > 0;) {
       os << "    const int64_t i" << d << " = r % " << k_.shape[d] << ";\n";
@@ -131,15 +150,135 @@ class KernelWriter {
         if (strides_[k][d]) os << " + i" << d << " * " << strides_[k][d];
       os << ";\n";
     }
-    auto offset = [&](size_t k) {
-      return std::string("b") + std::to_string(k) + std::string(" + j * ") +
-             std::to_string(strides_[k][rank - 1]);
-    };
-    os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
-    body(os, "      ", "o * kInner + j", "", offset);
-    os << "    }\n    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
-    body(os, "      ", "o * kInner + j", "kInner % kStep", offset);
-    os << "    }\n  }\n";
+  }
+
+  // A row kernel: per row, each reduction is a vector loop over the row
+  // that recomputes the values it reduces (its prologue); values per row are
+  // computed once; a last loop writes the outputs of the row's shape.
+  void write_rows(std::ostream& os) {
+    const int64_t inner = k_.shape.back();
+    os << "  constexpr int64_t kOuter = " << numel_ / std::max<int64_t>(inner, 1) << ", kInner = " << inner
+       << ";\n";
+    os << parallel("kOuter * kInner");
+    os << "  for (int64_t o = 0; o < kOuter; ++o) {\n";
+    row_offsets(os);
+    std::unordered_map<const Node*, std::string> per_row;
+    for (size_t k = 0; k < k_.inputs.size(); ++k)
+      if (strides_[k].back() == 0) {
+        os << "    const V a" << k << " = V(in[" << k << "][b" << k << "]);\n";
+        per_row[k_.inputs[k]] = std::string("a") + std::to_string(k);
+      }
+    for (size_t m = 0; m < k_.members.size(); ++m) {
+      Node* member = k_.members[m];
+      const PointwiseOp& op = lowered_.at(member);
+      const std::string name = std::string("t") + std::to_string(m);
+      if (op.reduction == Reduction::none) {
+        if (is_full(*member)) continue;  // computed in the loops that need it
+        os << "    const V " << name << " = " << expression(op, per_row) << ";\n";
+        per_row[member] = name;
+        continue;
+      }
+      const bool max = op.reduction == Reduction::amax, min = op.reduction == Reduction::amin;
+      const std::string identity = max   ? "V(-std::numeric_limits<float>::infinity())"
+                                   : min ? "V(std::numeric_limits<float>::infinity())"
+                                         : "V(0.0f)";
+      const std::string combine = max ? "at::vec::maximum" : min ? "at::vec::minimum" : "";
+      auto accumulate = [&](const std::string& acc, const std::string& v) {
+        return combine.empty() ? acc + " + " + v : combine + "(" + acc + ", " + v + ")";
+      };
+      os << "    V acc" << m << " = " << identity << ";\n";
+      for (const bool tail : {false, true}) {
+        const std::string count = tail ? "kInner % kStep" : "";
+        if (tail)
+          os << "    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
+        else
+          os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
+        auto locals = per_row;
+        std::string v = value(op.inputs[0], locals, os, count);
+        if (tail) v = "V::set(" + identity + ", " + v + ", " + count + ")";
+        os << "      acc" << m << " = " << accumulate(std::string("acc") + std::to_string(m), v)
+           << ";\n    }\n";
+      }
+      os << "    const V " << name
+         << " = V(at::vec::vec_reduce_all<float>([](const V& x, const V& y) { return " << accumulate("x", "y")
+         << "; }, acc" << m << ")" << (op.reduction == Reduction::mean ? " / kInner" : "") << ");\n";
+      per_row[member] = name;
+    }
+    bool any_full = false;
+    for (Node* out : k_.outputs) any_full = any_full || is_full(*out);
+    if (any_full)
+      for (const bool tail : {false, true}) {
+        const std::string count = tail ? "kInner % kStep" : "";
+        const std::string n = tail ? ", " + count : "";
+        if (tail)
+          os << "    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
+        else
+          os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
+        auto locals = per_row;
+        for (size_t o = 0; o < k_.outputs.size(); ++o)
+          if (is_full(*k_.outputs[o])) {
+            const std::string v = value(k_.outputs[o], locals, os, count);
+            os << "      " << v << ".store(out[" << o << "] + o * kInner + j" << n << ");\n";
+          }
+        os << "    }\n";
+      }
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      if (!is_full(*k_.outputs[o]))
+        os << "    {\n      alignas(64) float lane[kStep];\n      " << per_row.at(k_.outputs[o])
+           << ".store(lane);\n      out[" << o << "][o] = lane[0];\n    }\n";
+    os << "  }\n";
+  }
+
+  // Whether a member of a row kernel has the kernel's shape (else it is a
+  // value per row).
+  bool is_full(const Node& member) const {
+    return lowered_.at(&member).reduction == Reduction::none && tensor_meta(member)->shape == k_.shape;
+  }
+
+  // The vector of `node` at column j of the row, emitting the loads and the
+  // expressions it needs that `locals` does not have yet.
+  std::string value(Node* node, std::unordered_map<const Node*, std::string>& locals, std::ostream& os,
+                    const std::string& count) {
+    if (auto it = locals.find(node); it != locals.end()) return it->second;
+    std::string name;
+    auto input = std::find(k_.inputs.begin(), k_.inputs.end(), node);
+    if (input != k_.inputs.end()) {
+      const size_t k = static_cast<size_t>(input - k_.inputs.begin());
+      const int64_t inner = strides_[k].back();
+      name = std::string("a") + std::to_string(k);
+      os << "      const V " << name << " = ";
+      if (inner == 1)
+        os << "V::loadu(in[" << k << "] + b" << k << " + j" << (count.empty() ? "" : ", " + count) << ");\n";
+      else
+        os << "gather(in[" << k << "] + b" << k << " + j * " << inner << ", " << inner << ", "
+           << (count.empty() ? "kStep" : count) << ");\n";
+    } else {
+      const PointwiseOp& op = lowered_.at(node);
+      for (Node* in : op.inputs) value(in, locals, os, count);
+      const size_t m =
+          static_cast<size_t>(std::find(k_.members.begin(), k_.members.end(), node) - k_.members.begin());
+      name = std::string("t") + std::to_string(m);
+      os << "      const V " << name << " = " << expression(op, locals) << ";\n";
+    }
+    locals[node] = name;
+    return name;
+  }
+
+  // `op`'s format with each operand replaced by its local name.
+  static std::string expression(const PointwiseOp& op,
+                                const std::unordered_map<const Node*, std::string>& local) {
+    std::string expr;
+    for (size_t c = 0; c < op.format.size(); ++c) {
+      if (op.format[c] != '{') {
+        expr += op.format[c];
+        continue;
+      }
+      const size_t close = op.format.find('}', c);
+      const size_t index = std::stoul(op.format.substr(c + 1, close - c - 1));
+      expr += local.at(op.inputs.at(index));
+      c = close;
+    }
+    return expr;
   }
 
   // Loads, the members' expressions, stores. `count` is empty for a full
@@ -170,18 +309,7 @@ class KernelWriter {
       local[k_.inputs[k]] = name;
     }
     for (size_t m = 0; m < k_.members.size(); ++m) {
-      const PointwiseOp& op = lowered_.at(k_.members[m]);
-      std::string expr;
-      for (size_t c = 0; c < op.format.size(); ++c) {
-        if (op.format[c] != '{') {
-          expr += op.format[c];
-          continue;
-        }
-        const size_t close = op.format.find('}', c);
-        const size_t index = std::stoul(op.format.substr(c + 1, close - c - 1));
-        expr += local.at(op.inputs.at(index));
-        c = close;
-      }
+      const std::string expr = expression(lowered_.at(k_.members[m]), local);
       const std::string name = std::string("t") + std::to_string(m);
       os << pad << "const V " << name << " = " << expr << ";\n";
       local[k_.members[m]] = name;

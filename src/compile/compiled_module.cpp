@@ -31,12 +31,8 @@ using KernelFn = void (*)(const float* const*, float* const*);
 class KernelCall : public Callable {
  public:
   KernelCall(std::string name, KernelFn fn, std::vector<passes::TensorMetadata> inputs,
-             std::vector<int64_t> shape, size_t outputs)
-      : name_(std::move(name)),
-        fn_(fn),
-        inputs_(std::move(inputs)),
-        shape_(std::move(shape)),
-        outputs_(outputs) {}
+             std::vector<std::vector<int64_t>> outputs)
+      : name_(std::move(name)), fn_(fn), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
 
   c10::IValue call(std::vector<c10::IValue> args, IValueKwargs) const override {
     if (args.size() != inputs_.size())
@@ -61,14 +57,14 @@ class KernelCall : public Callable {
       keep[i] = t;
       in[i] = t.data_ptr<float>();
     }
-    std::vector<at::Tensor> out(outputs_);
-    std::vector<float*> out_ptrs(outputs_);
-    for (size_t o = 0; o < outputs_; ++o) {
-      out[o] = at::empty(shape_, at::TensorOptions().dtype(at::kFloat));
+    std::vector<at::Tensor> out(outputs_.size());
+    std::vector<float*> out_ptrs(outputs_.size());
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      out[o] = at::empty(outputs_[o], at::TensorOptions().dtype(at::kFloat));
       out_ptrs[o] = out[o].data_ptr<float>();
     }
     fn_(in.data(), out_ptrs.data());
-    if (outputs_ == 1) return out[0];
+    if (out.size() == 1) return out[0];
     return c10::ivalue::Tuple::create(std::vector<c10::IValue>(out.begin(), out.end()));
   }
   std::string describe() const override { return "fx::compile kernel " + name_; }
@@ -77,8 +73,7 @@ class KernelCall : public Callable {
   std::string name_;
   KernelFn fn_;
   std::vector<passes::TensorMetadata> inputs_;
-  std::vector<int64_t> shape_;
-  size_t outputs_;
+  std::vector<std::vector<int64_t>> outputs_;  // sizes, each written contiguous
 };
 
 // The guard of one call: what a specialization assumed about its inputs.
@@ -252,6 +247,8 @@ CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10
     if (it == runs_at.end()) continue;
     const cd::Kernel& k = *it->second;
     std::vector<passes::TensorMetadata> metas;
+    std::vector<std::vector<int64_t>> output_sizes;
+    for (Node* out : k.outputs) output_sizes.push_back(cd::tensor_meta(*out)->shape);
     Args args;
     for (Node* in : k.inputs) {
       metas.push_back(*cd::tensor_meta(*in));
@@ -260,7 +257,7 @@ CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     register_function(
         target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             std::move(metas), k.shape, k.outputs.size()));
+                                             std::move(metas), std::move(output_sizes)));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;

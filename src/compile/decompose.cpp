@@ -1,7 +1,10 @@
 // Phase 1 of fx::compile: operators rewritten into the ones the lowering
-// fuses. Inductor's decomposition table does much more (gelu, softmax,
-// layer_norm, batch_norm in eval); here only what keeps an extern call from
-// hiding pointwise work: addmm's bias.
+// fuses, as Inductor's decomposition table does: addmm's bias, and softmax,
+// log_softmax and layer_norm over the last dimension as reductions and
+// pointwise operators, which the scheduler puts back together as one row
+// kernel with what comes before and after them. Only float32 is rewritten:
+// the lowering fuses nothing else, and ATen's own kernels are faster than
+// the pieces.
 #include "phases.h"
 
 namespace fx::compile_detail {
@@ -14,6 +17,120 @@ bool is_one(const Node& n, const char* key) {
   if (a->is<int64_t>()) return a->get<int64_t>() == 1;
   if (a->is<double>()) return a->get<double>() == 1.0;
   return false;
+}
+
+// Makes nodes before `at` with the tensor_meta the rewrite knows they have.
+class Emitter {
+ public:
+  Emitter(Graph& graph, Node* at) : graph_(graph), at_(at) {}
+  Node* call(const char* target, Args args, const passes::TensorMetadata& meta) {
+    auto guard = graph_.inserting_before(at_);
+    Node* n = graph_.call_function(Target(target), std::move(args));
+    n->meta().set("tensor_meta", meta);
+    return n;
+  }
+
+ private:
+  Graph& graph_;
+  Node* at_;
+};
+
+passes::TensorMetadata contiguous(passes::TensorMetadata m) {
+  m.stride.assign(m.shape.size(), 1);
+  for (size_t d = m.shape.size(); d-- > 1;) m.stride[d - 1] = m.stride[d] * m.shape[d];
+  m.memory_format = c10::MemoryFormat::Contiguous;
+  return m;
+}
+
+// The metadata of a value per row of `m` (last dimension 1).
+passes::TensorMetadata per_row(passes::TensorMetadata m) {
+  m.shape.back() = 1;
+  return contiguous(std::move(m));
+}
+
+// A float32 tensor of rank >= 1 whose dimension `dim` is its last one.
+const passes::TensorMetadata* last_dim_float(const Argument& x, const Argument& dim) {
+  if (!x.is_node() || !dim.is<int64_t>()) return nullptr;
+  const passes::TensorMetadata* m = tensor_meta(*x.node());
+  if (!m || m->dtype != c10::kFloat || m->shape.empty()) return nullptr;
+  const int64_t d = dim.get<int64_t>(), rank = static_cast<int64_t>(m->shape.size());
+  return d == -1 || d == rank - 1 ? m : nullptr;
+}
+
+const List kLastDim{{Argument(int64_t{-1})}};
+
+// _softmax(x, -1, False): exp(x - amax(x)) / sum(exp(x - amax(x))), and
+// _log_softmax: (x - amax(x)) - log(sum(exp(x - amax(x)))).
+bool softmax(Graph& graph, Node* n, bool log) {
+  if (n->args().size() != 3 || !n->args()[2].is<bool>() || n->args()[2].get<bool>()) return false;
+  const passes::TensorMetadata* m = last_dim_float(n->args()[0], n->args()[1]);
+  if (!m) return false;
+  Emitter e(graph, n);
+  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m);
+  Node* x = n->args()[0].node();
+  Node* max = e.call("torch.ops.aten.amax.default", {x, kLastDim, true}, row);
+  Node* shifted = e.call("torch.ops.aten.sub.Tensor", {x, max}, full);
+  Node* exp = e.call("torch.ops.aten.exp.default", {shifted}, full);
+  Node* sum = e.call("torch.ops.aten.sum.dim_IntList", {exp, kLastDim, true}, row);
+  Node* out = log ? e.call("torch.ops.aten.sub.Tensor",
+                           {shifted, e.call("torch.ops.aten.log.default", {sum}, row)}, full)
+                  : e.call("torch.ops.aten.div.Tensor", {exp, sum}, full);
+  n->replace_all_uses_with(out);
+  graph.erase_node(n);
+  return true;
+}
+
+// native_layer_norm(x, [C], w, b, eps) whose mean and rstd nobody reads:
+// d = x - mean(x); d * rsqrt(mean(d * d) + eps) * w + b.
+bool layer_norm(Graph& graph, Node* n) {
+  if (n->args().size() != 5 || !n->args()[1].is<List>() || n->args()[1].get<List>().items.size() != 1)
+    return false;
+  const passes::TensorMetadata* m = last_dim_float(n->args()[0], Argument(int64_t{-1}));
+  const Argument& size = n->args()[1].get<List>().items[0];
+  if (!m || !size.is<int64_t>() || size.get<int64_t>() != m->shape.back()) return false;
+  double eps = 0;
+  if (n->args()[4].is<double>())
+    eps = n->args()[4].get<double>();
+  else if (n->args()[4].is<int64_t>())
+    eps = static_cast<double>(n->args()[4].get<int64_t>());
+  else
+    return false;
+  std::vector<Node*> outputs, unused;  // the getitem(n, 0) users; getitems nobody reads
+  for (Node* user : n->users()) {
+    if (user->target() != "operator.getitem" || user->args().size() != 2 || !user->args()[1].is<int64_t>())
+      return false;
+    if (user->args()[1].get<int64_t>() == 0)
+      outputs.push_back(user);
+    else if (user->num_users() == 0)
+      unused.push_back(user);
+    else
+      return false;  // mean or rstd is read (a backward)
+  }
+  for (int i : {2, 3}) {
+    const Argument& a = n->args()[i];
+    if (!a.is_none() &&
+        (!a.is_node() || !tensor_meta(*a.node()) || tensor_meta(*a.node())->dtype != c10::kFloat))
+      return false;
+  }
+  Emitter e(graph, n);
+  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m);
+  Node* x = n->args()[0].node();
+  Node* mean = e.call("torch.ops.aten.mean.dim", {x, kLastDim, true}, row);
+  Node* d = e.call("torch.ops.aten.sub.Tensor", {x, mean}, full);
+  Node* var = e.call("torch.ops.aten.mean.dim",
+                     {e.call("torch.ops.aten.mul.Tensor", {d, d}, full), kLastDim, true}, row);
+  Node* rstd =
+      e.call("torch.ops.aten.rsqrt.default", {e.call("torch.ops.aten.add.Scalar", {var, eps}, row)}, row);
+  Node* y = e.call("torch.ops.aten.mul.Tensor", {d, rstd}, full);
+  if (n->args()[2].is_node()) y = e.call("torch.ops.aten.mul.Tensor", {y, n->args()[2]}, full);
+  if (n->args()[3].is_node()) y = e.call("torch.ops.aten.add.Tensor", {y, n->args()[3]}, full);
+  for (Node* out : outputs) {
+    out->replace_all_uses_with(y);
+    graph.erase_node(out);
+  }
+  for (Node* out : unused) graph.erase_node(out);
+  graph.erase_node(n);
+  return true;
 }
 
 }  // namespace
@@ -43,6 +160,12 @@ size_t decompose(Graph& graph) {
     graph.erase_node(n);
     ++rewritten;
   }
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._softmax.default")))
+    rewritten += softmax(graph, n, false);
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax.default")))
+    rewritten += softmax(graph, n, true);
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_layer_norm.default")))
+    rewritten += layer_norm(graph, n);
   return rewritten;
 }
 

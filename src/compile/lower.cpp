@@ -167,6 +167,33 @@ std::optional<PointwiseOp> leaky_relu(Builder& b) {
   return b.done("V::blendv(" + x + " * " + vec_constant(*slope) + ", " + x + ", " + x + " > V(0.0f))");
 }
 
+// sum/mean(self, dim, keepdim, *, dtype=None) and amax/amin(self, dim,
+// keepdim) over the last dimension only, with keepdim: a value per row,
+// which a row kernel computes in one pass over the row.
+Rule reduce(Reduction kind, bool has_dtype) {
+  return [=](Builder& b) -> std::optional<PointwiseOp> {
+    const Argument* self = b.arg(0, "self");
+    const Argument* dim = b.arg(1, "dim");
+    const Argument* keepdim = b.arg(2, "keepdim");
+    if (!self || !self->is_node() || !dim || !dim->is<List>() || !keepdim || !keepdim->is<bool>() ||
+        !keepdim->get<bool>())
+      return std::nullopt;
+    if (has_dtype) {
+      const Argument* dtype = b.arg(3, "dtype");
+      if (dtype && !dtype->is_none()) return std::nullopt;
+    }
+    const passes::TensorMetadata* in = tensor_meta(*self->node());
+    const auto& dims = dim->get<List>().items;
+    if (!in || in->shape.empty() || dims.size() != 1 || !dims[0].is<int64_t>()) return std::nullopt;
+    const int64_t d = dims[0].get<int64_t>(), rank = static_cast<int64_t>(in->shape.size());
+    if (d != -1 && d != rank - 1) return std::nullopt;
+    std::string x = b.operand(0, "self");
+    auto op = b.done(x);
+    if (op) op->reduction = kind;
+    return op;
+  };
+}
+
 // By `<op>.<overload>` of torch.ops.aten.
 const std::map<std::string, Rule, std::less<>>& rules() {
   static const std::map<std::string, Rule, std::less<>> table = {
@@ -215,6 +242,10 @@ const std::map<std::string, Rule, std::less<>>& rules() {
       {"clamp_min.default", clamp("min", nullptr)},
       {"clamp_max.default", clamp(nullptr, "max")},
       {"hardtanh.default", clamp("min_val", "max_val", -1.0, 1.0)},
+      {"sum.dim_IntList", reduce(Reduction::sum, true)},
+      {"mean.dim", reduce(Reduction::mean, true)},
+      {"amax.default", reduce(Reduction::amax, false)},
+      {"amin.default", reduce(Reduction::amin, false)},
   };
   return table;
 }

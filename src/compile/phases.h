@@ -35,9 +35,14 @@ size_t decompose(Graph& graph);
 // A float32 pointwise ATen node as an expression over at::vec::Vectorized:
 // `format` refers to the node's tensor operands as {0}, {1}, ... (in the
 // order of `inputs`) and has its scalar arguments baked in as constants.
+// A reduction over the last dimension with keepdim (sum, mean, amax, amin)
+// is lowered too: `format` is then the value it reduces, and the kernel
+// that holds it is a row kernel.
+enum class Reduction : uint8_t { none, sum, mean, amax, amin };
 struct PointwiseOp {
   std::vector<Node*> inputs;
   std::string format;
+  Reduction reduction = Reduction::none;
 };
 // The node's expression, or nothing when it is not a float32 pointwise
 // operator the lowering knows (it then stays an ATen call).
@@ -50,15 +55,20 @@ const passes::TensorMetadata* tensor_meta(const Node& node);
 // A loop over one iteration space, computing `members` in order. It reads
 // `inputs` (tensors made outside it, broadcast to `shape`) and writes
 // `outputs` (its members that something outside it uses), each contiguous.
+// A row kernel holds reductions over the last dimension of `shape`: its
+// members are of `shape` or of `shape` with the last dimension 1 (a value
+// per row), and it runs one row at a time.
 struct Kernel {
   std::string name;  // cpp_fused_<ops>_<i>
   std::vector<int64_t> shape;
+  bool row = false;
   std::vector<Node*> members;  // in graph order
   std::vector<Node*> inputs;
   std::vector<Node*> outputs;
 };
 // Groups the lowered nodes into kernels. A node joins the open kernel of its
-// operands when their iteration spaces are equal; a kernel closes when a node
+// operands when their iteration spaces are equal (a reduction's is its
+// input's shape; a value per row joins its row kernel); a kernel closes when a node
 // outside it uses one of its values, so that running each kernel where its
 // last member was keeps every value computed before it is read. Kernels with
 // nothing to fuse (one member) are dropped: ATen runs those as well.

@@ -19,10 +19,23 @@ namespace fx::compile_detail {
 namespace {
 
 struct Group {
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // the iteration space
   std::vector<Node*> members;
   bool open = true;
+  bool row = false;  // holds a reduction over the last dimension
 };
+
+// Whether a node computing `out` (or, for a reduction, reducing a tensor of
+// shape `space`) can be a member of a loop over `g`.
+bool fits(const Group& g, const std::vector<int64_t>& space, const std::vector<int64_t>& out,
+          bool reduction) {
+  if (reduction) return g.shape == space;
+  if (g.shape == out) return true;
+  if (!g.row || g.shape.size() != out.size()) return false;  // a value per row: the last dimension 1
+  for (size_t d = 0; d + 1 < out.size(); ++d)
+    if (out[d] != g.shape[d]) return false;
+  return out.back() == 1;
+}
 
 // Union-find over groups: merged groups point at the one that absorbed them.
 int find(std::vector<int>& parent, int g) {
@@ -56,15 +69,19 @@ std::vector<Kernel> schedule(const Graph& graph,
     position[n->index()] = pos++;
     int joined = -1;
     if (auto it = lowered.find(n); it != lowered.end()) {
-      const std::vector<int64_t>& shape = tensor_meta(*n)->shape;
+      const bool reduction = it->second.reduction != Reduction::none;
+      const std::vector<int64_t>& out = tensor_meta(*n)->shape;
+      const std::vector<int64_t>& space = reduction ? tensor_meta(*it->second.inputs[0])->shape : out;
       for (Node* in : it->second.inputs) {
         if (group_of[in->index()] < 0) continue;
         int g = find(parent, group_of[in->index()]);
-        if (!groups[g].open || groups[g].shape != shape || g == joined) continue;
+        if (!groups[g].open || !fits(groups[g], space, out, reduction) || g == joined) continue;
         if (joined < 0) {
           joined = g;
           continue;
         }
+        if (groups[g].shape != groups[joined].shape) continue;  // two loops over different spaces
+        groups[joined].row = groups[g].row = groups[joined].row || groups[g].row;
         // Both open: merge the smaller into the larger.
         int big = groups[g].members.size() > groups[joined].members.size() ? g : joined;
         int small = big == g ? joined : g;
@@ -76,9 +93,10 @@ std::vector<Kernel> schedule(const Graph& graph,
       }
       if (joined < 0) {
         joined = static_cast<int>(groups.size());
-        groups.push_back({shape, {}, true});
+        groups.push_back({space, {}, true, false});
         parent.push_back(joined);
       }
+      groups[joined].row = groups[joined].row || reduction;
       groups[joined].members.push_back(n);
       group_of[n->index()] = joined;
     }
@@ -95,6 +113,7 @@ std::vector<Kernel> schedule(const Graph& graph,
     if (parent[g] != static_cast<int>(g) || groups[g].members.size() < 2) continue;
     Kernel k;
     k.shape = groups[g].shape;
+    k.row = groups[g].row;
     k.members = std::move(groups[g].members);
     std::sort(k.members.begin(), k.members.end(),
               [&](Node* a, Node* b) { return position[a->index()] < position[b->index()]; });

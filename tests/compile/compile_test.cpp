@@ -95,6 +95,75 @@ TEST(Compile, AnExternReadClosesAKernel) {
   EXPECT_EQ(compiled->report().extern_nodes, 1u);
 }
 
+// softmax, log_softmax and layer_norm decompose into reductions over the
+// last dimension and pointwise operators; each becomes one row kernel, with
+// the pointwise work before and after it.
+TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
+  auto fn = [](const at::Tensor& x) { return torch::softmax(x * 0.5, -1) + 1.0; };
+  auto compiled = fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor()); },
+                              fresh_options());
+  for (auto sizes : {std::vector<int64_t>{4, 33}, {2, 3, 64}, {1, 1}, {5, 1000}}) {
+    at::Tensor x = torch::randn(sizes) * 4;
+    expect_close(compiled->run({x}).toTensor(), fn(x));
+    EXPECT_EQ(compiled->report().kernels, 1u) << sizes;
+    EXPECT_EQ(compiled->report().extern_nodes, 0u) << sizes;
+  }
+  auto log_softmax = [](const at::Tensor& x) { return torch::log_softmax(x, -1).neg(); };
+  auto compiled_log = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return log_softmax(in[0].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({7, 45});
+  expect_close(compiled_log->run({x}).toTensor(), log_softmax(x));
+  EXPECT_EQ(compiled_log->report().kernels, 1u);
+}
+
+TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
+  torch::manual_seed(0);
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({40}));
+  norm->weight.data().normal_();
+  norm->bias.data().normal_();
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *norm, [&](const std::vector<c10::IValue>& in) { return norm->forward(in[0].toTensor()); }, fresh_options());
+  at::Tensor x = torch::randn({3, 6, 40}) * 3 + 1;
+  expect_close(compiled->run({x}).toTensor(), norm->forward(x));
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  EXPECT_THAT(compiled->compiled_graph().graph().to_string(), testing::Not(HasSubstr("layer_norm")));
+
+  // Llama's RMSNorm, written out: x * rsqrt(mean(x^2) + eps) * w.
+  at::Tensor w = torch::randn({24});
+  auto rms = [&](const at::Tensor& h) { return h * torch::rsqrt(h.pow(2).mean(-1, true) + 1e-6) * w; };
+  auto compiled_rms = fx::compile([&](const std::vector<c10::IValue>& in) { return rms(in[0].toTensor()); },
+                                  fresh_options());
+  at::Tensor h = torch::randn({9, 24});
+  expect_close(compiled_rms->run({h}).toTensor(), rms(h));
+  EXPECT_EQ(compiled_rms->report().kernels, 1u);
+  EXPECT_EQ(compiled_rms->report().fused_nodes, 6u);
+}
+
+TEST(Compile, AValuePerRowCanBeAnOutput) {
+  auto fn = [](const at::Tensor& x) {
+    at::Tensor s = (x * x).sum(-1, true);
+    return std::make_tuple(s + 1.0, x / s, x.amax(-1, true) - x.amin(-1, true));
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c] = fn(in[0].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c});
+      },
+      fresh_options());
+  at::Tensor x = torch::randn({6, 21});
+  auto got = compiled->run({x}).toTupleRef().elements();
+  auto [a, b, c] = fn(x);
+  expect_close(got[0].toTensor(), a);
+  expect_close(got[1].toTensor(), b);
+  expect_close(got[2].toTensor(), c);
+  // A reduction over another dimension, or without keepdim, stays ATen's.
+  auto other = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2).sum(0) + 1.0; }, fresh_options());
+  expect_close(other->run({x}).toTensor(), (x * 2).sum(0) + 1.0);
+  EXPECT_EQ(other->report().kernels, 0u);
+}
+
 TEST(Compile, NewSizesCompileANewSpecialization) {
   auto compiled = fx::compile(
       [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
