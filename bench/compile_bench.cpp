@@ -1,8 +1,9 @@
-// fx::compile beside LibTorch eager on two programs: a chain of six
+// fx::compile beside LibTorch eager on four programs: a chain of six
 // pointwise operators on a 1024x1024 tensor (memory-bound: fusion's best
-// case) and a transformer MLP block, Linear(768, 3072) + GELU +
-// Linear(3072, 768) on 128 tokens (matrix products stay ATen calls; the
-// biases and GELU fuse). bench/fx_compile_bench.py times the same programs
+// case); softmax(x / 8) over rows of attention scores; LayerNorm over 768
+// features of 512 tokens; and a transformer MLP block, Linear(768, 3072) +
+// GELU + Linear(3072, 768) on 128 tokens (matrix products stay ATen calls;
+// the biases and GELU fuse). bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
 //
@@ -61,6 +62,30 @@ int main(int argc, char** argv) try {
   report("pointwise chain [1024, 1024]", first,
          {fxbench::time_runs("eager", 3, flags.runs, [&] { chain(x, b); }),
           fxbench::time_runs("compiled", 3, flags.runs, [&] { pointwise->run({x, b}); })},
+         false);
+
+  at::Tensor scores = torch::randn({8 * 128, 128});
+  auto softmax_fn = [](const at::Tensor& s) { return torch::softmax(s / 8.0, -1); };
+  auto softmax = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return softmax_fn(in[0].toTensor()); }, options);
+  first = ms_of([&] { softmax->run({scores}); });
+  if (!at::allclose(softmax->run({scores}).toTensor(), softmax_fn(scores), 1e-5, 1e-6))
+    throw std::runtime_error("softmax differs");
+  report("softmax(x / 8) [1024, 128]", first,
+         {fxbench::time_runs("eager", 3, flags.runs, [&] { softmax_fn(scores); }),
+          fxbench::time_runs("compiled", 3, flags.runs, [&] { softmax->run({scores}); })},
+         false);
+
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}));
+  at::Tensor hidden = torch::randn({512, 768});
+  auto layer_norm = fx::compile(
+      *norm, [&](const std::vector<c10::IValue>& in) { return norm->forward(in[0].toTensor()); }, options);
+  first = ms_of([&] { layer_norm->run({hidden}); });
+  if (!at::allclose(layer_norm->run({hidden}).toTensor(), norm->forward(hidden), 1e-4, 1e-5))
+    throw std::runtime_error("layer_norm differs");
+  report("LayerNorm(768) [512, 768]", first,
+         {fxbench::time_runs("eager", 3, flags.runs, [&] { norm->forward(hidden); }),
+          fxbench::time_runs("compiled", 3, flags.runs, [&] { layer_norm->run({hidden}); })},
          false);
 
   torch::nn::Sequential mlp(torch::nn::Linear(768, 3072), torch::nn::GELU(), torch::nn::Linear(3072, 768));

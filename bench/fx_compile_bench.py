@@ -56,6 +56,24 @@ def main():
                          "rows": [time_runs("eager", args.runs, lambda: chain(x, b)),
                                   time_runs("compiled", args.runs, lambda: compiled(x, b))]})
 
+        scores = torch.randn(8 * 128, 128)
+        softmax = lambda s: torch.softmax(s / 8.0, -1)
+        compiled = torch.compile(softmax)
+        first = first_call_ms(lambda: compiled(scores))
+        assert torch.allclose(compiled(scores), softmax(scores), rtol=1e-5, atol=1e-6)
+        programs.append({"program": "softmax(x / 8) [1024, 128]", "first_call_ms": first,
+                         "rows": [time_runs("eager", args.runs, lambda: softmax(scores)),
+                                  time_runs("compiled", args.runs, lambda: compiled(scores))]})
+
+        norm = torch.nn.LayerNorm(768)
+        hidden = torch.randn(512, 768)
+        compiled = torch.compile(norm)
+        first = first_call_ms(lambda: compiled(hidden))
+        assert torch.allclose(compiled(hidden), norm(hidden), rtol=1e-4, atol=1e-5)
+        programs.append({"program": "LayerNorm(768) [512, 768]", "first_call_ms": first,
+                         "rows": [time_runs("eager", args.runs, lambda: norm(hidden)),
+                                  time_runs("compiled", args.runs, lambda: compiled(hidden))]})
+
         mlp = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(), torch.nn.Linear(3072, 768))
         tokens = torch.randn(128, 768)
         compiled = torch.compile(mlp)
