@@ -52,7 +52,8 @@ std::string quote(const std::string& s) {
 std::string isa_flags() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma"))
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("fma"))
     return "-mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma -DCPU_CAPABILITY=AVX512 -DCPU_CAPABILITY_AVX512";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return "-mavx2 -mfma -DCPU_CAPABILITY=AVX2 -DCPU_CAPABILITY_AVX2";
