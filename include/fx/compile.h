@@ -25,8 +25,8 @@
 
 #include <ATen/core/ivalue.h>
 
-#include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,7 +71,9 @@ class CompiledModule {
 
   // Runs the compiled program for these inputs, compiling a specialization
   // first when no guard fits. Throws fx::Error for what cannot be compiled
-  // or built (the message names the phase, and the build log's path).
+  // or built (the message names the compiler, or the source and its build
+  // log). Threads may call run() at once: compiling is serialized, running
+  // is not.
   c10::IValue run(const std::vector<c10::IValue>& inputs);
   at::Tensor operator()(const at::Tensor& x) { return run({x}).toTensor(); }
 
@@ -89,6 +91,7 @@ class CompiledModule {
   torch::nn::Module* root_;
   Function fn_;
   CompileOptions options_;
+  std::mutex mu_;  // guards specializations_ and last_
   std::vector<std::unique_ptr<Specialization>> specializations_;
   Specialization* last_ = nullptr;
 };

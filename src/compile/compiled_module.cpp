@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <unordered_set>
 
@@ -172,8 +173,12 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
       for (const auto& p : root_->parameters()) grad = grad || p.requires_grad();
     if (grad) return fn_(inputs);  // autograd must see every operator: not compiled yet
   }
-  Specialization& s = specialize(inputs);
-  return s.compiled->run(inputs);
+  GraphModule* compiled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // threads share specializations; each runs its own call
+    compiled = specialize(inputs).compiled.get();
+  }
+  return compiled->run(inputs);
 }
 
 CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10::IValue>& inputs) {

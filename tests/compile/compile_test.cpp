@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 namespace {
 
@@ -177,6 +178,24 @@ TEST(Compile, NewSizesCompileANewSpecialization) {
   expect_close(compiled->run({xd, bd}).toTensor(), chain(xd, bd));
   EXPECT_EQ(compiled->num_specializations(), 4u);
   EXPECT_EQ(compiled->report().kernels, 0u);
+}
+
+TEST(Compile, ThreadsShareOneCompiledModule) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const int64_t n = 8 + (t + i) % 3;  // three specializations, compiled by whichever thread comes first
+        at::Tensor x = torch::randn({n, 16}), b = torch::randn({16});
+        if (!at::allclose(compiled->run({x, b}).toTensor(), chain(x, b), 1e-5, 1e-6)) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(compiled->num_specializations(), 3u);
 }
 
 TEST(Compile, TheSameProgramIsBuiltOnce) {
