@@ -39,7 +39,7 @@ namespace fx {
 struct CompileOptions {
   // Where built kernel libraries are kept, named by their source's hash, so
   // that a second process builds nothing. Empty: $FXCPP_CACHE_DIR, else
-  // $XDG_CACHE_HOME/fxcpp, else $HOME/.cache/fxcpp.
+  // $XDG_CACHE_HOME/fxcpp/kernels, else $HOME/.cache/fxcpp/kernels.
   std::string cache_dir;
   // Threads of each kernel's parallel loop; 0: at::get_num_threads().
   int threads = 0;

@@ -86,9 +86,11 @@ void* Library::symbol(const std::string& name) const {
 
 std::string default_cache_dir() {
   if (std::string d = env("FXCPP_CACHE_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/fxcpp";
-  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxcpp";
-  return "/tmp/fxcpp-cache";
+  // A folder of its own beside what else fxcpp keeps in its cache (the
+  // Python environment of scripts/setup.sh).
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/fxcpp/kernels";
+  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxcpp/kernels";
+  return "/tmp/fxcpp-kernels";
 }
 
 std::string default_compiler() {

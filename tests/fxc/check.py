@@ -5,7 +5,7 @@
 A torchvision resnet18 goes through `python3 -m fxcpp export`; then every fxc
 command runs on the file: show (graph and code identical to torch.fx's), run
 (outputs allclose to PyTorch's, non-tensor outputs too), opt with --verify, draw, export-py (imported
-and run by Python), bench; and malformed input gives one line on stderr and a
+and run by Python), bench; compile runs on a transformer-style block; and malformed input gives one line on stderr and a
 non-zero exit code.
 """
 import os
@@ -113,6 +113,32 @@ def main():
     # bench
     p = fxc('bench', path('r18.fxg'), '--inputs', path('in.pt'), '-n', '3', '--warmup', '1')
     check('median' in p.stdout, f'fxc bench: {p.stdout}')
+
+    # compile: a LayerNorm, a Linear with GELU, a softmax, fused and built;
+    # the outputs equal torch.fx's run of the same file
+    with open(path('block.py'), 'w') as f:
+        f.write('import torch\n'
+                'class Block(torch.nn.Module):\n'
+                '    def __init__(self):\n'
+                '        super().__init__()\n'
+                '        self.norm = torch.nn.LayerNorm(32)\n'
+                '        self.fc = torch.nn.Linear(32, 48)\n'
+                '    def forward(self, x):\n'
+                '        return torch.softmax(torch.nn.functional.gelu(self.fc(self.norm(x))), -1)\n')
+    subprocess.run([sys.executable, '-m', 'fxcpp', 'export', path('block.py') + ':Block', '-o', path('block.fxg')],
+                   check=True, env=env)
+    bx = torch.randn(5, 7, 32)
+    torch.save([bx], path('block_in.pt'))
+    p = fxc('compile', path('block.fxg'), '--inputs', path('block_in.pt'), '--output', path('block_out.pt'),
+            '--debug', path('block_debug'), '-n', '3')
+    check(p.stdout.startswith('2 kernels'), f'fxc compile: {p.stdout}')
+    with torch.no_grad():
+        expected_block = fxfile.load(path('block.fxg'))(bx)
+    check(torch.allclose(torch.load(path('block_out.pt'))[0], expected_block, rtol=1e-4, atol=1e-5),
+          'fxc compile outputs differ from torch.fx\'s')
+    sources = [os.path.join(d, 'source.cpp') for d in os.scandir(path('block_debug'))]
+    check(len(sources) == 1 and 'extern "C" void cpp_fused_' in open(sources[0]).read(),
+          'fxc compile --debug wrote no source')
 
     # malformed input: one line on stderr, a non-zero exit code
     torch.save([x, x], path('two.pt'))

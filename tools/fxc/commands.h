@@ -15,6 +15,7 @@ namespace fxc {
 int show(const CommandLine& cl);
 int run(const CommandLine& cl);
 int bench(const CommandLine& cl);
+int compile(const CommandLine& cl);
 int opt(const CommandLine& cl);
 int draw(const CommandLine& cl);
 int export_cpp(const CommandLine& cl);

@@ -1,0 +1,84 @@
+// fxc compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]:
+// fx::compile of a GraphModule file, checked against the file run as it is.
+#include <fx/compile.h>
+#include <fx/error.h>
+#include <fx/state_dict.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "commands.h"
+
+namespace fxc {
+
+namespace {
+
+double median_ms(size_t runs, const std::function<void()>& body) {
+  std::vector<double> ms;
+  for (size_t i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    body();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// The tensors of `a` and `b`, which have the same structure, allclose.
+bool close(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() && b.isTensor())
+    return a.toTensor().sizes() == b.toTensor().sizes() &&
+           at::allclose(a.toTensor(), b.toTensor(), 1e-4, 1e-5, /*equal_nan=*/true);
+  if ((a.isTuple() || a.isList()) && (b.isTuple() || b.isList())) {
+    auto xs = a.isTuple() ? a.toTupleRef().elements().vec() : a.toListRef().vec();
+    auto ys = b.isTuple() ? b.toTupleRef().elements().vec() : b.toListRef().vec();
+    if (xs.size() != ys.size()) return false;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (!close(xs[i], ys[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+}  // namespace
+
+int compile(const CommandLine& cl) {
+  size_t runs = 20;
+  if (cl.has("-n")) {
+    try {
+      runs = static_cast<size_t>(std::stoul(cl.option("-n")));
+    } catch (const std::exception&) {
+      runs = 0;
+    }
+    if (runs == 0) throw UsageError("-n takes a positive number, got '" + cl.option("-n") + "'");
+  }
+  auto gm = load_module(cl.positional(0));
+  std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
+  fx::CompileOptions options;
+  options.debug_dir = cl.option_or("--debug", "");
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(*gm, options);
+  const auto start = std::chrono::steady_clock::now();
+  c10::IValue out = compiled->run(inputs);
+  const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!close(out, gm->run(inputs)))
+    throw fx::Error("the compiled module's outputs differ from the module's (allclose rtol 1e-4, atol 1e-5)");
+  const fx::CompileReport& r = compiled->report();
+  std::printf("%zu kernels (%zu ATen nodes fused), %zu ATen calls left; first call %.2f s (build: %s)\n",
+              r.kernels, r.fused_nodes, r.extern_nodes, first_s,
+              r.library.empty() ? "nothing to build" : r.cache_hit ? "cached" : "built");
+  if (!r.library.empty()) std::printf("library: %s\n", r.library.c_str());
+  std::printf("phases:");
+  for (const auto& [name, ms] : r.phase_ms) std::printf(" %s %.1f ms,", name.c_str(), ms);
+  std::printf("\n");
+  const double interpreted = median_ms(runs, [&] { gm->run(inputs); });
+  const double fused = median_ms(runs, [&] { compiled->run(inputs); });
+  std::printf("median of %zu runs: GraphModule %.3f ms, compiled %.3f ms (%.2fx)\n", runs, interpreted, fused,
+              interpreted / fused);
+  if (cl.has("--output")) fx::save_values(output_values(out), cl.option("--output"));
+  return 0;
+}
+
+}  // namespace fxc
