@@ -6,7 +6,8 @@
 //
 // Each call's inputs are checked against guards (dtype, device, sizes and
 // strides of each tensor, the value of each other input, grad mode). The
-// first call that fits no specialization captures the code on those inputs
+// first call that fits no specialization (of at most 8) captures the code on
+// those inputs
 // (fx::capture, functionalized), decomposes it (decompose.cpp), lowers its
 // float32 pointwise operators to vector expressions (lower.cpp), groups them
 // into kernels (schedule.cpp), writes one C++ source with an `extern "C"`
@@ -77,6 +78,9 @@ class CompiledModule {
   c10::IValue run(const std::vector<c10::IValue>& inputs);
   at::Tensor operator()(const at::Tensor& x) { return run({x}).toTensor(); }
 
+  // After this many, calls that fit none of them run the original code,
+  // with one warning (c10's TORCH_WARN).
+  static constexpr size_t kMaxSpecializations = 8;
   size_t num_specializations() const;
   // The GraphModule the last compiled specialization runs (its kernels are
   // call_function nodes `fxcpp.compiled.k<hash>.cpp_fused_<ops>_<i>`), and
@@ -86,14 +90,17 @@ class CompiledModule {
 
  private:
   struct Specialization;
-  Specialization& specialize(const std::vector<c10::IValue>& inputs);
+  // The specialization for these inputs, compiled now if need be; nullptr
+  // once kMaxSpecializations exist and none fits.
+  Specialization* specialize(const std::vector<c10::IValue>& inputs);
 
   torch::nn::Module* root_;
   Function fn_;
   CompileOptions options_;
-  std::mutex mu_;  // guards specializations_ and last_
+  std::mutex mu_;  // guards specializations_, last_ and warned_
   std::vector<std::unique_ptr<Specialization>> specializations_;
   Specialization* last_ = nullptr;
+  bool warned_ = false;
 };
 
 // Compiles `fn`, which reads the parameters and buffers of `root` (captured

@@ -73,6 +73,34 @@ std::string tail(const std::string& path, size_t max_bytes) {
   return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
 }
 
+// Writes `source` to <stem>.cpp and builds it into `library` (through a
+// temporary name, renamed into place), the compiler's output in <stem>.log.
+void compile_to(const std::string& source, const std::string& compiler, const std::string& flags,
+                const std::string& stem, const std::string& library) {
+  const std::string cpp = stem + ".cpp", log = stem + ".log";
+  const std::string tmp = library + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(cpp);
+    out << source;
+    if (!out) throw Error("fx::compile: cannot write " + cpp);
+  }
+  const std::string command =
+      quote(compiler) + " " + flags + " " + quote(cpp) + " -o " + quote(tmp) + " > " + quote(log) + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::error_code ec;
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::filesystem::remove(tmp, ec);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+      throw Error(
+          "fx::compile: the C++ compiler '" + compiler +
+          "' was not found: install g++ (Debian: apt install g++) or name one in CompileOptions::compiler "
+          "or $CXX");
+    throw Error("fx::compile: building " + cpp + " failed (log: " + log + "):\n" + tail(log, 2000));
+  }
+  std::filesystem::rename(tmp, library, ec);
+  if (ec) throw Error("fx::compile: cannot move the built library to " + library + ": " + ec.message());
+}
+
 std::mutex loaded_mu;
 std::map<std::string, std::shared_ptr<const Library>> loaded;  // by hash; never unloaded
 
@@ -123,34 +151,21 @@ std::shared_ptr<const Library> build_library(const std::string& source, const st
   lib->hash = hash;
   lib->path = cache_dir + "/" + hash + ".so";
   lib->cache_hit = std::filesystem::exists(lib->path);
-  if (!lib->cache_hit) {
-    const std::string cpp = cache_dir + "/" + hash + ".cpp", log = cache_dir + "/" + hash + ".log";
-    const std::string tmp = lib->path + ".tmp" + std::to_string(getpid());
-    {
-      std::ofstream out(cpp);
-      out << source;
-      if (!out) throw Error("fx::compile: cannot write " + cpp);
+  if (lib->cache_hit) {
+    lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) {
+      // A damaged entry (a truncated copy, a disk error): build it again.
+      lib->cache_hit = false;
+      std::filesystem::remove(lib->path, ec);
     }
-    const std::string command =
-        quote(compiler) + " " + flags + " " + quote(cpp) + " -o " + quote(tmp) + " > " + quote(log) + " 2>&1";
-    const int status = std::system(command.c_str());
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::filesystem::remove(tmp, ec);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        throw Error(
-            "fx::compile: the C++ compiler '" + compiler +
-            "' was not found: install g++ (Debian: apt install g++) or name one in CompileOptions::compiler "
-            "or $CXX");
-      throw Error("fx::compile: building " + cpp + " failed (log: " + log + "):\n" + tail(log, 2000));
-    }
-    std::filesystem::rename(tmp, lib->path, ec);
-    if (ec) throw Error("fx::compile: cannot move the built library to " + lib->path + ": " + ec.message());
   }
-  lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->cache_hit) {
+    compile_to(source, compiler, flags, cache_dir + "/" + hash, lib->path);
+    lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (!lib->handle) {
     const char* why = dlerror();
-    throw Error("fx::compile: cannot load " + lib->path + ": " + (why ? why : "unknown error") +
-                "; remove it from the cache to rebuild it");
+    throw Error("fx::compile: cannot load " + lib->path + ": " + (why ? why : "unknown error"));
   }
   loaded[hash] = lib;
   return lib;

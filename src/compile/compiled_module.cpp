@@ -176,16 +176,28 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   GraphModule* compiled;
   {
     std::lock_guard<std::mutex> lock(mu_);  // threads share specializations; each runs its own call
-    compiled = specialize(inputs).compiled.get();
+    Specialization* s = specialize(inputs);
+    if (!s) return fn_(inputs);
+    compiled = s->compiled.get();
   }
   return compiled->run(inputs);
 }
 
-CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10::IValue>& inputs) {
+CompiledModule::Specialization* CompiledModule::specialize(const std::vector<c10::IValue>& inputs) {
   const std::string key = guard_key(inputs);
-  if (last_ && last_->key == key) return *last_;
+  if (last_ && last_->key == key) return last_;
   for (auto& s : specializations_)
-    if (s->key == key) return *(last_ = s.get());
+    if (s->key == key) return last_ = s.get();
+  if (specializations_.size() == kMaxSpecializations) {
+    // Inputs that change at every call would compile at every call.
+    if (!warned_)
+      TORCH_WARN(
+          "fx::compile: ", kMaxSpecializations,
+          " specializations compiled (sizes, strides or dtypes keep changing); calls that fit none of them "
+          "run the original code");
+    warned_ = true;
+    return nullptr;
+  }
 
   auto s = std::make_unique<Specialization>();
   s->key = key;
@@ -291,7 +303,7 @@ CompiledModule::Specialization& CompiledModule::specialize(const std::vector<c10
     for (const auto& [name, ms] : phase) phases_txt << name << " " << ms << " ms\n";
   }
   specializations_.push_back(std::move(s));
-  return *(last_ = specializations_.back().get());
+  return last_ = specializations_.back().get();
 }
 
 std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn, CompileOptions options) {

@@ -2,6 +2,11 @@
 // cache, and the errors.
 #include <fx/compile.h>
 #include <fx/error.h>
+#include <fx/fx.h>
+#include <fx/models/batch_norm_statistics.h>
+#include <fx/models/mobilenetv2.h>
+#include <fx/models/resnet.h>
+#include <fx/models/vision_transformer.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -165,6 +170,32 @@ TEST(Compile, AValuePerRowCanBeAnOutput) {
   EXPECT_EQ(other->report().kernels, 0u);
 }
 
+// Traced models compiled as GraphModules: convolutions, batch norms and
+// matrix products stay ATen calls, what is around them fuses.
+void expect_compiled_model_matches(fx::Module& model, at::Tensor x, size_t min_kernels) {
+  model.eval();
+  torch::NoGradGuard no_grad;
+  std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(model);
+  auto compiled = fx::compile(*gm, fresh_options());
+  at::Tensor got = compiled->run({x}).toTensor(), want = gm->run({x}).toTensor();
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << "max difference " << (got - want).abs().max().item<float>();
+  EXPECT_GE(compiled->report().kernels, min_kernels);
+}
+
+TEST(Compile, TorchvisionPortsMatchEager) {
+  torch::manual_seed(0);
+  auto resnet = fx::models::resnet18(10);
+  fx::models::randomize_batch_norm_statistics(*resnet);
+  expect_compiled_model_matches(*resnet, torch::randn({2, 3, 64, 64}), 8);  // residual add + relu per block
+  auto mobilenet = fx::models::mobilenet_v2(10);
+  fx::models::randomize_batch_norm_statistics(*mobilenet);
+  // Its ReLU6s follow batch norms and its residual adds stand alone: nothing to fuse.
+  expect_compiled_model_matches(*mobilenet, torch::randn({1, 3, 64, 64}), 0);
+  // A small ViT: LayerNorms, attention's softmax, the MLP's GELU.
+  fx::models::VisionTransformer vit(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  expect_compiled_model_matches(vit, torch::randn({2, 3, 32, 32}), 4);
+}
+
 TEST(Compile, NewSizesCompileANewSpecialization) {
   auto compiled = fx::compile(
       [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
@@ -196,6 +227,25 @@ TEST(Compile, ThreadsShareOneCompiledModule) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(compiled->num_specializations(), 3u);
+}
+
+TEST(Compile, AfterEightSpecializationsTheOriginalCodeRuns) {
+  int original_calls = 0;
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        ++original_calls;  // capture runs the code too
+        return chain(in[0].toTensor(), in[1].toTensor());
+      },
+      fresh_options());
+  for (int64_t n = 1; n <= 10; ++n) {
+    at::Tensor x = torch::randn({n, 3}), b = torch::randn({3});
+    expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+  }
+  EXPECT_EQ(compiled->num_specializations(), fx::CompiledModule::kMaxSpecializations);
+  EXPECT_EQ(original_calls, 10);  // 8 captures, then 2 calls of the original code
+  at::Tensor x = torch::randn({4, 3}), b = torch::randn({3});
+  compiled->run({x, b});  // a compiled size still runs compiled
+  EXPECT_EQ(original_calls, 10);
 }
 
 TEST(Compile, TheSameProgramIsBuiltOnce) {

@@ -139,6 +139,19 @@ def main():
     sources = [os.path.join(d, 'source.cpp') for d in os.scandir(path('block_debug'))]
     check(len(sources) == 1 and 'extern "C" void cpp_fused_' in open(sources[0]).read(),
           'fxc compile --debug wrote no source')
+    # a second process builds nothing; a damaged cache entry is built again
+    os.environ['FXCPP_CACHE_DIR'] = path('kernel_cache')
+    compile_block = ('compile', path('block.fxg'), '--inputs', path('block_in.pt'), '-n', '1')
+    first = fxc(*compile_block).stdout
+    second = fxc(*compile_block).stdout
+    check('(build: built)' in first and '(build: cached)' in second, f'fxc compile cache: {first!r}, {second!r}')
+    library = [line.split(': ', 1)[1] for line in second.splitlines() if line.startswith('library: ')]
+    check(len(library) == 1 and library[0].startswith(path('kernel_cache')), f'fxc compile library: {second!r}')
+    if library:
+        with open(library[0], 'wb') as f:
+            f.write(b'not a shared library')
+        third = fxc(*compile_block).stdout
+        check('(build: built)' in third, f'fxc compile after a damaged cache entry: {third!r}')
 
     # malformed input: one line on stderr, a non-zero exit code
     torch.save([x, x], path('two.pt'))
