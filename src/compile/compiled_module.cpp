@@ -77,27 +77,43 @@ class KernelCall : public Callable {
   std::vector<std::vector<int64_t>> outputs_;  // sizes, each written contiguous
 };
 
-// The guard of one call: what a specialization assumed about its inputs.
-void guard_key(const c10::IValue& v, std::ostringstream& key, size_t index) {
+// The guard of one call: what a specialization assumed about its inputs,
+// as bytes (compared on every call, so built without formatting).
+template <class T>
+void append(std::string& key, T v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void guard_key(const c10::IValue& v, std::string& key, size_t index) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
-    key << "T" << c10::toString(t.scalar_type()) << ":" << t.device() << ":" << t.sizes() << ":"
-        << t.strides() << ":" << t.requires_grad() << ";";
+    key += 'T';
+    append(key, static_cast<int8_t>(t.scalar_type()));
+    append(key, static_cast<int8_t>(t.device().type()));
+    append(key, static_cast<int8_t>(t.device().index()));
+    append(key, static_cast<int8_t>(t.requires_grad()));
+    append(key, static_cast<int32_t>(t.dim()));
+    for (int64_t d : t.sizes()) append(key, d);
+    for (int64_t s : t.strides()) append(key, s);
   } else if (v.isInt()) {
-    key << "i" << v.toInt() << ";";
+    key += 'i';
+    append(key, v.toInt());
   } else if (v.isDouble()) {
-    key << "d" << v.toDouble() << ";";
+    key += 'd';
+    append(key, v.toDouble());
   } else if (v.isBool()) {
-    key << "b" << v.toBool() << ";";
+    key += v.toBool() ? 'B' : 'b';
   } else if (v.isNone()) {
-    key << "N;";
+    key += 'N';
   } else if (v.isString()) {
-    key << "s" << v.toStringRef().size() << ":" << v.toStringRef() << ";";
+    key += 's';
+    append(key, v.toStringRef().size());
+    key += v.toStringRef();
   } else if (v.isList() || v.isTuple()) {
     const auto items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
-    key << "[" << items.size() << ";";
+    key += v.isList() ? 'L' : 'U';
+    append(key, items.size());
     for (const auto& item : items) guard_key(item, key, index);
-    key << "]";
   } else {
     throw Error("fx::compile: input " + std::to_string(index) + " is a " + python_type_name(v) +
                 "; a compiled module takes tensors, numbers, strings, None, and lists and tuples of them");
@@ -105,10 +121,11 @@ void guard_key(const c10::IValue& v, std::ostringstream& key, size_t index) {
 }
 
 std::string guard_key(const std::vector<c10::IValue>& inputs) {
-  std::ostringstream key;
+  std::string key;
+  key.reserve(64 * inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
-  key << "grad:" << at::GradMode::is_enabled();
-  return key.str();
+  key += at::GradMode::is_enabled() ? 'G' : 'g';
+  return key;
 }
 
 bool any_requires_grad(const c10::IValue& v) {
