@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include "timing.h"
+#include "tiny_chain.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -26,35 +27,21 @@
 
 namespace {
 
-// exec_bench's chain: ten ops cycled, 1,000 in all.
-at::Tensor tiny_chain(const at::Tensor& x) {
-  at::Tensor prev = x;
-  for (int i = 0; i < 100; ++i) {
-    prev = at::add(prev, x);
-    prev = prev * 0.5;
-    prev = at::relu(prev);
-    prev = prev.neg();
-    prev = at::sigmoid(prev);
-    prev = prev + x;
-    prev = prev.mul(x);
-    prev = at::neg(prev);
-    prev = prev.relu();
-    prev = prev.sigmoid();
-  }
-  return prev;
-}
-
 at::Tensor chain(const at::Tensor& x, const at::Tensor& b) { return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5; }
 
-double ms_of(const std::function<void()>& body) {
+// One program: the first call of `compiled` (capture and build), a check
+// against `eager`, then both timed. Prints its JSON object.
+void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
+             const std::function<at::Tensor()>& eager, const std::vector<c10::IValue>& inputs, double rtol,
+             double atol, bool last) {
   auto start = std::chrono::steady_clock::now();
-  body();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-void report(const char* program, double first_call_ms, const std::vector<fxbench::Row>& rows, bool last) {
-  std::printf("{\"program\": \"%s\", \"first_call_ms\": %.1f, ", program, first_call_ms);
-  fxbench::print_rows(rows);
+  compiled.run(inputs);
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!at::allclose(compiled.run(inputs).toTensor(), eager(), rtol, atol))
+    throw std::runtime_error(std::string(name) + ": the compiled output differs from eager's");
+  std::printf("{\"program\": \"%s\", \"first_call_ms\": %.1f, ", name, first_ms);
+  fxbench::print_rows({fxbench::time_runs("eager", 3, flags.runs, [&] { eager(); }),
+                       fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled.run(inputs); })});
   std::printf("}%s", last ? "" : ", ");
 }
 
@@ -74,60 +61,35 @@ int main(int argc, char** argv) try {
 
   std::printf("{\"side\": \"fxcpp\", \"threads\": %d, \"runs\": %d, \"programs\": [", at::get_num_threads(), flags.runs);
 
+  auto fn = [](auto body) {
+    return [body](const std::vector<c10::IValue>& in) -> c10::IValue { return body(in); };
+  };
   at::Tensor small = torch::rand({4, 4}) * 2 - 1;
-  auto tiny = fx::compile([](const std::vector<c10::IValue>& in) { return tiny_chain(in[0].toTensor()); }, options);
-  double first = ms_of([&] { tiny->run({small}); });
-  if (!at::allclose(tiny->run({small}).toTensor(), tiny_chain(small), 1e-5, 1e-6))
-    throw std::runtime_error("1000-op chain differs");
-  report("1,000-op chain [4, 4]", first,
-         {fxbench::time_runs("eager", 3, flags.runs, [&] { tiny_chain(small); }),
-          fxbench::time_runs("compiled", 3, flags.runs, [&] { tiny->run({small}); })},
-         false);
+  auto tiny = fx::compile(fn([](const auto& in) { return fxbench::handwritten(in[0].toTensor(), 1000); }), options);
+  program("1,000-op chain [4, 4]", flags, *tiny, [&] { return fxbench::handwritten(small, 1000); }, {small}, 1e-5,
+          1e-6, false);
 
   at::Tensor x = torch::randn({1024, 1024}), b = torch::randn({1024});
-  auto pointwise = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, options);
-  first = ms_of([&] { pointwise->run({x, b}); });
-  if (!at::allclose(pointwise->run({x, b}).toTensor(), chain(x, b), 1e-5, 1e-6)) throw std::runtime_error("pointwise differs");
-  report("pointwise chain [1024, 1024]", first,
-         {fxbench::time_runs("eager", 3, flags.runs, [&] { chain(x, b); }),
-          fxbench::time_runs("compiled", 3, flags.runs, [&] { pointwise->run({x, b}); })},
-         false);
+  auto pointwise = fx::compile(fn([](const auto& in) { return chain(in[0].toTensor(), in[1].toTensor()); }), options);
+  program("pointwise chain [1024, 1024]", flags, *pointwise, [&] { return chain(x, b); }, {x, b}, 1e-5, 1e-6, false);
 
   at::Tensor scores = torch::randn({8 * 128, 128});
   auto softmax_fn = [](const at::Tensor& s) { return torch::softmax(s / 8.0, -1); };
-  auto softmax = fx::compile(
-      [&](const std::vector<c10::IValue>& in) { return softmax_fn(in[0].toTensor()); }, options);
-  first = ms_of([&] { softmax->run({scores}); });
-  if (!at::allclose(softmax->run({scores}).toTensor(), softmax_fn(scores), 1e-5, 1e-6))
-    throw std::runtime_error("softmax differs");
-  report("softmax(x / 8) [1024, 128]", first,
-         {fxbench::time_runs("eager", 3, flags.runs, [&] { softmax_fn(scores); }),
-          fxbench::time_runs("compiled", 3, flags.runs, [&] { softmax->run({scores}); })},
-         false);
+  auto softmax = fx::compile(fn([&](const auto& in) { return softmax_fn(in[0].toTensor()); }), options);
+  program("softmax(x / 8) [1024, 128]", flags, *softmax, [&] { return softmax_fn(scores); }, {scores}, 1e-5, 1e-6,
+          false);
 
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}));
   at::Tensor hidden = torch::randn({512, 768});
-  auto layer_norm = fx::compile(
-      *norm, [&](const std::vector<c10::IValue>& in) { return norm->forward(in[0].toTensor()); }, options);
-  first = ms_of([&] { layer_norm->run({hidden}); });
-  if (!at::allclose(layer_norm->run({hidden}).toTensor(), norm->forward(hidden), 1e-4, 1e-5))
-    throw std::runtime_error("layer_norm differs");
-  report("LayerNorm(768) [512, 768]", first,
-         {fxbench::time_runs("eager", 3, flags.runs, [&] { norm->forward(hidden); }),
-          fxbench::time_runs("compiled", 3, flags.runs, [&] { layer_norm->run({hidden}); })},
-         false);
+  auto layer_norm = fx::compile(*norm, fn([&](const auto& in) { return norm->forward(in[0].toTensor()); }), options);
+  program("LayerNorm(768) [512, 768]", flags, *layer_norm, [&] { return norm->forward(hidden); }, {hidden}, 1e-4,
+          1e-5, false);
 
   torch::nn::Sequential mlp(torch::nn::Linear(768, 3072), torch::nn::GELU(), torch::nn::Linear(3072, 768));
   at::Tensor tokens = torch::randn({128, 768});
-  auto block = fx::compile(
-      *mlp, [&](const std::vector<c10::IValue>& in) { return mlp->forward(in[0].toTensor()); }, options);
-  first = ms_of([&] { block->run({tokens}); });
-  if (!at::allclose(block->run({tokens}).toTensor(), mlp->forward(tokens), 1e-4, 1e-5)) throw std::runtime_error("mlp differs");
-  report("MLP block 128x768 -> 3072 -> 768", first,
-         {fxbench::time_runs("eager", 3, flags.runs, [&] { mlp->forward(tokens); }),
-          fxbench::time_runs("compiled", 3, flags.runs, [&] { block->run({tokens}); })},
-         true);
+  auto block = fx::compile(*mlp, fn([&](const auto& in) { return mlp->forward(in[0].toTensor()); }), options);
+  program("MLP block 128x768 -> 3072 -> 768", flags, *block, [&] { return mlp->forward(tokens); }, {tokens}, 1e-4,
+          1e-5, true);
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

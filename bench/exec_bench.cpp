@@ -41,9 +41,12 @@
 #include <string>
 #include <vector>
 
+#include "tiny_chain.h"
+
 namespace {
 
-constexpr int kOps = 10;
+using fxbench::handwritten;
+using fxbench::kOps;
 
 // The chain of N ops as a graph: placeholder x, N nodes, output.
 std::unique_ptr<fx::Graph> build_exec_graph(int64_t n) {
@@ -88,27 +91,6 @@ std::unique_ptr<fx::Graph> build_exec_graph(int64_t n) {
   }
   g->output(prev);
   return g;
-}
-
-// The same chain as a C++ programmer writes it against LibTorch. The
-// ten-op body is written out; the loop over it costs a counter.
-at::Tensor handwritten(const at::Tensor& x, int64_t n) {
-  at::Tensor prev = x;
-  int64_t i = 0;
-  for (; i + kOps <= n; i += kOps) {
-    prev = at::add(prev, x);
-    prev = prev * 0.5;
-    prev = at::relu(prev);
-    prev = prev.neg();
-    prev = at::sigmoid(prev);
-    prev = prev + x;
-    prev = prev.mul(x);
-    prev = at::neg(prev);
-    prev = prev.relu();
-    prev = prev.sigmoid();
-  }
-  if (i != n) throw std::runtime_error("handwritten: N must be a multiple of 10");
-  return prev;
 }
 
 at::Tensor input() {
