@@ -9,6 +9,7 @@ and run by Python), bench; compile runs on a transformer-style block; and malfor
 non-zero exit code.
 """
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -140,6 +141,7 @@ def main():
     check(len(sources) == 1 and 'extern "C" void cpp_fused_' in open(sources[0]).read(),
           'fxc compile --debug wrote no source')
     # a second process builds nothing; a damaged cache entry is built again
+    shutil.rmtree(path('kernel_cache'), ignore_errors=True)  # left by an earlier run in this folder
     os.environ['FXCPP_CACHE_DIR'] = path('kernel_cache')
     compile_block = ('compile', path('block.fxg'), '--inputs', path('block_in.pt'), '-n', '1')
     first = fxc(*compile_block).stdout
