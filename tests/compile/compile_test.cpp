@@ -214,15 +214,21 @@ TEST(Compile, NewSizesCompileANewSpecialization) {
 TEST(Compile, ThreadsShareOneCompiledModule) {
   auto compiled = fx::compile(
       [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  // The inputs and expected outputs are made here: LibTorch's random
+  // generator is created lazily, by whichever thread asks first.
+  std::vector<std::vector<std::pair<std::vector<c10::IValue>, at::Tensor>>> work(4);
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 20; ++i) {
+      const int64_t n = 8 + (t + i) % 3;  // three specializations, compiled by whichever thread comes first
+      at::Tensor x = torch::randn({n, 16}), b = torch::randn({16});
+      work[t].emplace_back(std::vector<c10::IValue>{x, b}, chain(x, b));
+    }
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 20; ++i) {
-        const int64_t n = 8 + (t + i) % 3;  // three specializations, compiled by whichever thread comes first
-        at::Tensor x = torch::randn({n, 16}), b = torch::randn({16});
-        if (!at::allclose(compiled->run({x, b}).toTensor(), chain(x, b), 1e-5, 1e-6)) ++wrong;
-      }
+      for (const auto& [inputs, want] : work[t])
+        if (!at::allclose(compiled->run(inputs).toTensor(), want, 1e-5, 1e-6)) ++wrong;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong, 0);
