@@ -60,11 +60,6 @@ std::string isa_flags() {
   return "-DCPU_CAPABILITY=DEFAULT";
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string tail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -110,20 +105,6 @@ void* Library::symbol(const std::string& name) const {
   void* p = dlsym(handle, name.c_str());
   if (!p) throw Error("fx::compile: " + path + " has no kernel " + name + ": remove it from the cache");
   return p;
-}
-
-std::string default_cache_dir() {
-  if (std::string d = env("FXCPP_CACHE_DIR"); !d.empty()) return d;
-  // A folder of its own beside what else fxcpp keeps in its cache (the
-  // Python environment of scripts/setup.sh).
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/fxcpp/kernels";
-  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxcpp/kernels";
-  return "/tmp/fxcpp-kernels";
-}
-
-std::string default_compiler() {
-  std::string c = env("CXX");
-  return c.empty() ? "c++" : c;
 }
 
 std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,

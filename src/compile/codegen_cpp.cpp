@@ -11,6 +11,8 @@
 
 #include <fx/error.h>
 
+#include <c10/util/strides.h>
+
 #include <algorithm>
 #include <sstream>
 #include <unordered_set>
@@ -39,13 +41,6 @@ static inline V gather(const float* p, int64_t s, int64_t n) {
 }
 )";
 
-// `shape`'s element strides when contiguous.
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 // The strides by which `in` is read over the kernel's shape: broadcast
 // dimensions (missing, or of size 1) read with stride 0.
 std::vector<int64_t> read_strides(const Node& in, const std::vector<int64_t>& shape) {
@@ -71,7 +66,7 @@ class KernelWriter {
     numel_ = 1;
     for (int64_t d : k.shape) numel_ *= d;
     for (Node* in : k.inputs) strides_.push_back(read_strides(*in, k.shape));
-    const std::vector<int64_t> dense = contiguous_strides(k.shape);
+    const c10::DimVector dense = c10::contiguous_strides(k.shape);
     flat_ = true;
     for (const auto& s : strides_) {
       bool zero = true, same = true;
@@ -106,36 +101,62 @@ class KernelWriter {
            work + " >= 32768)\n";
   }
 
+  // The opening of the vector loop over `n` elements with index `var`, or,
+  // for `tail`, of the block for its last, partial vector.
+  static std::string vector_loop(const std::string& pad, const std::string& n, const std::string& var,
+                                 bool tail) {
+    if (tail)
+      return pad + "if (" + n + " % kStep) {\n" + pad + "  const int64_t " + var + " = " + n + " - " + n +
+             " % kStep;\n";
+    return pad + "for (int64_t " + var + " = 0; " + var + " < " + n + " - " + n + " % kStep; " + var +
+           " += kStep) {\n";
+  }
+
+  // Input k's vector at the loop's index; `count` is empty for a full vector,
+  // else the number of elements of a partial one. `flat`: the one loop over
+  // all elements (index i); else the row's offset b<k> plus j along the last
+  // dimension.
+  std::string load(size_t k, const std::string& count, bool flat) const {
+    const std::string p = std::string("in[") + std::to_string(k) + "]",
+                      b = std::string("b") + std::to_string(k);
+    const std::string n = count.empty() ? "" : ", " + count;
+    bool zero = true;
+    for (int64_t s : strides_[k]) zero &= s == 0;
+    const int64_t inner = strides_[k].empty() ? 0 : strides_[k].back();
+    if (zero) return "V(" + p + "[0])";
+    if (flat) return "V::loadu(" + p + " + i" + n + ")";
+    if (inner == 0) return "V(" + p + "[" + b + "])";
+    if (inner == 1) return "V::loadu(" + p + " + " + b + " + j" + n + ")";
+    return "gather(" + p + " + " + b + " + j * " + std::to_string(inner) + ", " + std::to_string(inner) +
+           ", " + (count.empty() ? "kStep" : count) + ")";
+  }
+
   // One loop over all elements: every input is dense in the kernel's order
   // or a single value.
   void write_flat(std::ostream& os) {
     os << "  constexpr int64_t kN = " << numel_ << ";\n" << parallel("kN");
-    os << "  for (int64_t i = 0; i < kN - kN % kStep; i += kStep) {\n";
-    body(os, "    ", "i", "", [](size_t) { return std::string("i"); });
-    os << "  }\n  if (kN % kStep) {\n    const int64_t i = kN - kN % kStep;\n";
-    body(os, "    ", "i", "kN % kStep", [](size_t) { return std::string("i"); });
-    os << "  }\n";
+    for (const bool tail : {false, true}) {
+      os << vector_loop("  ", "kN", "i", tail);
+      body(os, "    ", "i", tail ? "kN % kStep" : "");
+      os << "  }\n";
+    }
   }
 
   // An outer loop over all dimensions but the last, an inner vector loop
   // over the last; each input's offset is computed once per outer step.
   void write_nested(std::ostream& os) {
-    const size_t rank = k_.shape.size();
     const int64_t inner = k_.shape.back();
     os << "  constexpr int64_t kOuter = " << numel_ / std::max<int64_t>(inner, 1) << ", kInner = " << inner
        << ";\n";
     os << parallel("kOuter * kInner");
     os << "  for (int64_t o = 0; o < kOuter; ++o) {\n";
     row_offsets(os);
-    auto offset = [&](size_t k) {
-      return std::string("b") + std::to_string(k) + std::string(" + j * ") +
-             std::to_string(strides_[k][rank - 1]);
-    };
-    os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
-    body(os, "      ", "o * kInner + j", "", offset);
-    os << "    }\n    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
-    body(os, "      ", "o * kInner + j", "kInner % kStep", offset);
-    os << "    }\n  }\n";
+    for (const bool tail : {false, true}) {
+      os << vector_loop("    ", "kInner", "j", tail);
+      body(os, "      ", "o * kInner + j", tail ? "kInner % kStep" : "");
+      os << "    }\n";
+    }
+    os << "  }\n";
   }
 
   // The index of row `o` in each dimension but the last, and each input's
@@ -214,7 +235,7 @@ class KernelWriter {
     std::unordered_map<const Node*, std::string> per_row;
     for (size_t k = 0; k < k_.inputs.size(); ++k)
       if (strides_[k].back() == 0) {
-        os << "    const V a" << k << " = V(in[" << k << "][b" << k << "]);\n";
+        os << "    const V a" << k << " = " << load(k, "", false) << ";\n";
         per_row[k_.inputs[k]] = std::string("a") + std::to_string(k);
       }
     for (size_t m = 0; m < k_.members.size(); ++m) {
@@ -238,10 +259,7 @@ class KernelWriter {
       os << "    V acc" << m << " = " << identity << ";\n";
       for (const bool tail : {false, true}) {
         const std::string count = tail ? "kInner % kStep" : "";
-        if (tail)
-          os << "    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
-        else
-          os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
+        os << vector_loop("    ", "kInner", "j", tail);
         auto locals = per_row;
         std::string v = value(op.inputs[0], locals, os, count);
         if (tail) v = "V::set(" + identity + ", " + v + ", " + count + ")";
@@ -260,10 +278,7 @@ class KernelWriter {
       for (const bool tail : {false, true}) {
         const std::string count = tail ? "kInner % kStep" : "";
         const std::string n = tail ? ", " + count : "";
-        if (tail)
-          os << "    if (kInner % kStep) {\n      const int64_t j = kInner - kInner % kStep;\n";
-        else
-          os << "    for (int64_t j = 0; j < kInner - kInner % kStep; j += kStep) {\n";
+        os << vector_loop("    ", "kInner", "j", tail);
         auto locals = per_row;
         for (size_t o = 0; o < k_.outputs.size(); ++o)
           if (is_full(*k_.outputs[o])) {
@@ -295,14 +310,8 @@ class KernelWriter {
     auto input = std::find(k_.inputs.begin(), k_.inputs.end(), node);
     if (input != k_.inputs.end()) {
       const size_t k = static_cast<size_t>(input - k_.inputs.begin());
-      const int64_t inner = strides_[k].back();
       name = std::string("a") + std::to_string(k);
-      os << "      const V " << name << " = ";
-      if (inner == 1)
-        os << "V::loadu(in[" << k << "] + b" << k << " + j" << (count.empty() ? "" : ", " + count) << ");\n";
-      else
-        os << "gather(in[" << k << "] + b" << k << " + j * " << inner << ", " << inner << ", "
-           << (count.empty() ? "kStep" : count) << ");\n";
+      os << "      const V " << name << " = " << load(k, count, false) << ";\n";
     } else {
       const size_t m =
           static_cast<size_t>(std::find(k_.members.begin(), k_.members.end(), node) - k_.members.begin());
@@ -345,29 +354,13 @@ class KernelWriter {
 
   // Loads, the members' expressions, stores. `count` is empty for a full
   // vector, else the number of elements of a partial one.
-  template <class Offset>
-  void body(std::ostream& os, const std::string& pad, const std::string& out_offset, const std::string& count,
-            Offset offset) {
+  void body(std::ostream& os, const std::string& pad, const std::string& out_offset,
+            const std::string& count) {
     const std::string n = count.empty() ? "" : ", " + count;
     std::unordered_map<const Node*, std::string> local;
     for (size_t k = 0; k < k_.inputs.size(); ++k) {
-      const std::string name = std::string("a") + std::to_string(k),
-                        p = std::string("in[") + std::to_string(k) + "]";
-      bool zero = true;
-      for (int64_t s : strides_[k]) zero &= s == 0;
-      const int64_t inner = strides_[k].empty() ? 0 : strides_[k].back();
-      os << pad << "const V " << name << " = ";
-      if (zero)
-        os << "V(" << p << "[0]);\n";
-      else if (flat_)
-        os << "V::loadu(" << p << " + i" << n << ");\n";
-      else if (inner == 0)
-        os << "V(" << p << "[b" << k << "]);\n";
-      else if (inner == 1)
-        os << "V::loadu(" << p << " + b" << k << " + j" << n << ");\n";
-      else
-        os << "gather(" << p << " + " << offset(k) << ", " << inner << ", "
-           << (count.empty() ? "kStep" : count) << ");\n";
+      const std::string name = std::string("a") + std::to_string(k);
+      os << pad << "const V " << name << " = " << load(k, count, flat_) << ";\n";
       local[k_.inputs[k]] = name;
     }
     for (size_t m = 0; m < k_.members.size(); ++m) {

@@ -13,6 +13,7 @@
 #include <torch/nn/module.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -151,6 +152,21 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+// CompileOptions' defaults, from the environment.
+std::string default_cache_dir() {
+  if (std::string d = env("FXCPP_CACHE_DIR"); !d.empty()) return d;
+  // A folder of its own beside what else fxcpp keeps in its cache (the
+  // Python environment of scripts/setup.sh).
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/fxcpp/kernels";
+  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxcpp/kernels";
+  return "/tmp/fxcpp-kernels";
+}
+
+std::string default_compiler() {
+  std::string c = env("CXX");
+  return c.empty() ? "c++" : c;
+}
+
 }  // namespace
 
 struct CompiledModule::Specialization {
@@ -162,8 +178,8 @@ struct CompiledModule::Specialization {
 
 CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options)
     : root_(root), fn_(std::move(fn)), options_(std::move(options)) {
-  if (options_.cache_dir.empty()) options_.cache_dir = cd::default_cache_dir();
-  if (options_.compiler.empty()) options_.compiler = cd::default_compiler();
+  if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
+  if (options_.compiler.empty()) options_.compiler = default_compiler();
   if (options_.debug_dir.empty()) options_.debug_dir = env("FXCPP_COMPILE_DEBUG");
   if (options_.threads <= 0) options_.threads = at::get_num_threads();
 }
@@ -241,13 +257,7 @@ CompiledModule::Specialization* CompiledModule::specialize(const std::vector<c10
   std::vector<cd::Kernel> kernels = cd::schedule(graph, lowered);
   // Kernels write their outputs contiguous: kernels that read them read them so.
   for (const cd::Kernel& k : kernels)
-    for (Node* out : k.outputs) {
-      passes::TensorMetadata meta = *cd::tensor_meta(*out);
-      meta.stride.assign(meta.shape.size(), 1);
-      for (size_t d = meta.shape.size(); d-- > 1;) meta.stride[d - 1] = meta.stride[d] * meta.shape[d];
-      meta.memory_format = c10::MemoryFormat::Contiguous;
-      out->meta().set("tensor_meta", meta);
-    }
+    for (Node* out : k.outputs) out->meta().set("tensor_meta", cd::contiguous(*cd::tensor_meta(*out)));
   phase.emplace_back("schedule", ms_since(t));
   const std::string source = cd::generate_cpp(kernels, lowered, options_.threads);
   phase.emplace_back("codegen", ms_since(t));

@@ -35,13 +35,6 @@ class Emitter {
   Node* at_;
 };
 
-passes::TensorMetadata contiguous(passes::TensorMetadata m) {
-  m.stride.assign(m.shape.size(), 1);
-  for (size_t d = m.shape.size(); d-- > 1;) m.stride[d - 1] = m.stride[d] * m.shape[d];
-  m.memory_format = c10::MemoryFormat::Contiguous;
-  return m;
-}
-
 // The metadata of a value per row of `m` (last dimension 1).
 passes::TensorMetadata per_row(passes::TensorMetadata m) {
   m.shape.back() = 1;

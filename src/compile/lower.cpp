@@ -6,6 +6,8 @@
 // float32, stays an ATen call.
 #include "phases.h"
 
+#include <c10/util/strides.h>
+
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -16,6 +18,13 @@ namespace fx::compile_detail {
 
 const passes::TensorMetadata* tensor_meta(const Node& node) {
   return node.meta().get<passes::TensorMetadata>("tensor_meta");
+}
+
+passes::TensorMetadata contiguous(passes::TensorMetadata m) {
+  const c10::DimVector strides = c10::contiguous_strides(m.shape);
+  m.stride.assign(strides.begin(), strides.end());
+  m.memory_format = c10::MemoryFormat::Contiguous;
+  return m;
 }
 
 namespace {
@@ -97,6 +106,15 @@ Rule binary(const char* op, bool has_alpha, bool reversed = false) {
       }
     }
     return b.done("(" + x + " " + op + " " + y + ")");
+  };
+}
+
+// fn(self, other), an at::vec function of two vectors.
+Rule binary_function(const char* fn) {
+  return [=](Builder& b) -> std::optional<PointwiseOp> {
+    std::string x = b.operand(0, "self"), y = b.operand(1, "other");
+    if (x.empty() || y.empty()) return std::nullopt;
+    return b.done(std::string(fn) + "(" + x + ", " + y + ")");
   };
 }
 
@@ -207,18 +225,8 @@ const std::map<std::string, Rule, std::less<>>& rules() {
       {"mul.Scalar", binary("*", false)},
       {"div.Tensor", binary("/", false)},
       {"div.Scalar", binary("/", false)},
-      {"maximum.default",
-       [](Builder& b) -> std::optional<PointwiseOp> {
-         std::string x = b.operand(0, "self"), y = b.operand(1, "other");
-         if (x.empty() || y.empty()) return std::nullopt;
-         return b.done("at::vec::maximum(" + x + ", " + y + ")");
-       }},
-      {"minimum.default",
-       [](Builder& b) -> std::optional<PointwiseOp> {
-         std::string x = b.operand(0, "self"), y = b.operand(1, "other");
-         if (x.empty() || y.empty()) return std::nullopt;
-         return b.done("at::vec::minimum(" + x + ", " + y + ")");
-       }},
+      {"maximum.default", binary_function("at::vec::maximum")},
+      {"minimum.default", binary_function("at::vec::minimum")},
       {"neg.default", unary("$.neg()")},
       {"relu.default", unary("at::vec::clamp_min($, V(0.0f))")},
       {"sigmoid.default", unary("(V(1.0f) / (V(1.0f) + $.neg().exp()))")},

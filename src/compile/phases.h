@@ -50,6 +50,8 @@ std::optional<PointwiseOp> lower(const Node& node);
 
 // The single tensor's metadata of a node after ShapeProp, or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
+// `m` with the strides at::empty gives its shape (what kernels write).
+passes::TensorMetadata contiguous(passes::TensorMetadata m);
 
 // ---- schedule.cpp ----------------------------------------------------------
 // A loop over one iteration space, computing `members` in order. It reads
@@ -97,8 +99,5 @@ struct Library {
 // missing or fails (naming the source and the log).
 std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,
                                              const std::string& compiler);
-// The defaults of CompileOptions: the cache directory and the compiler.
-std::string default_cache_dir();
-std::string default_compiler();
 
 }  // namespace fx::compile_detail
