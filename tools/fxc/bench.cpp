@@ -36,22 +36,11 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-size_t count(const CommandLine& cl, const std::string& name, const std::string& fallback) {
-  const std::string v = cl.option_or(name, fallback);
-  try {
-    size_t used = 0;
-    long n = std::stol(v, &used);
-    if (used == v.size() && n > 0) return static_cast<size_t>(n);
-  } catch (const std::exception&) {
-  }
-  throw UsageError(name + " takes a positive number, got '" + v + "'");
-}
-
 }  // namespace
 
 int bench(const CommandLine& cl) {
-  const size_t runs = count(cl, "-n", "100"), warmup = count(cl, "--warmup", "5");
-  if (cl.has("--threads")) at::set_num_threads(static_cast<int>(count(cl, "--threads", "1")));
+  const size_t runs = cl.count("-n", "100"), warmup = cl.count("--warmup", "5");
+  if (cl.has("--threads")) at::set_num_threads(static_cast<int>(cl.count("--threads", "1")));
   const auto load_start = std::chrono::steady_clock::now();
   auto gm = load_module(cl.positional(0));
   const double load_ms =

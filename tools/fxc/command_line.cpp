@@ -36,4 +36,15 @@ std::string CommandLine::option_or(const std::string& name, const std::string& f
   return it == options_.end() ? fallback : it->second;
 }
 
+size_t CommandLine::count(const std::string& name, const std::string& fallback) const {
+  const std::string v = option_or(name, fallback);
+  try {
+    size_t used = 0;
+    long n = std::stol(v, &used);
+    if (used == v.size() && n > 0) return static_cast<size_t>(n);
+  } catch (const std::exception&) {
+  }
+  throw UsageError(name + " takes a positive number, got '" + v + "'");
+}
+
 }  // namespace fxc

@@ -33,6 +33,9 @@ class CommandLine {
   // The option's value; throws UsageError naming it when it is required and absent.
   const std::string& option(const std::string& name) const;
   std::string option_or(const std::string& name, const std::string& fallback) const;
+  // The option's value as a positive number (`fallback` when absent);
+  // throws UsageError naming it otherwise.
+  size_t count(const std::string& name, const std::string& fallback) const;
 
  private:
   const CommandSpec& spec_;

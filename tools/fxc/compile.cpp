@@ -2,6 +2,7 @@
 // fx::compile of a GraphModule file, checked against the file run as it is.
 #include <fx/compile.h>
 #include <fx/error.h>
+#include <fx/passes/pass_manager.h>
 #include <fx/state_dict.h>
 #include <torch/torch.h>
 
@@ -26,34 +27,10 @@ double median_ms(size_t runs, const std::function<void()>& body) {
   return ms[ms.size() / 2];
 }
 
-// The tensors of `a` and `b`, which have the same structure, allclose.
-bool close(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() && b.isTensor())
-    return a.toTensor().sizes() == b.toTensor().sizes() &&
-           at::allclose(a.toTensor(), b.toTensor(), 1e-4, 1e-5, /*equal_nan=*/true);
-  if ((a.isTuple() || a.isList()) && (b.isTuple() || b.isList())) {
-    auto xs = a.isTuple() ? a.toTupleRef().elements().vec() : a.toListRef().vec();
-    auto ys = b.isTuple() ? b.toTupleRef().elements().vec() : b.toListRef().vec();
-    if (xs.size() != ys.size()) return false;
-    for (size_t i = 0; i < xs.size(); ++i)
-      if (!close(xs[i], ys[i])) return false;
-    return true;
-  }
-  return a == b;
-}
-
 }  // namespace
 
 int compile(const CommandLine& cl) {
-  size_t runs = 20;
-  if (cl.has("-n")) {
-    try {
-      runs = static_cast<size_t>(std::stoul(cl.option("-n")));
-    } catch (const std::exception&) {
-      runs = 0;
-    }
-    if (runs == 0) throw UsageError("-n takes a positive number, got '" + cl.option("-n") + "'");
-  }
+  const size_t runs = cl.count("-n", "20");
   auto gm = load_module(cl.positional(0));
   std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
   fx::CompileOptions options;
@@ -63,12 +40,14 @@ int compile(const CommandLine& cl) {
   const auto start = std::chrono::steady_clock::now();
   c10::IValue out = compiled->run(inputs);
   const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!close(out, gm->run(inputs)))
-    throw fx::Error("the compiled module's outputs differ from the module's (allclose rtol 1e-4, atol 1e-5)");
+  if (auto d = fx::passes::first_difference(gm->run(inputs), out, 1e-4, 1e-5))
+    throw fx::Error("the compiled module's outputs differ from the module's: " + *d);
   const fx::CompileReport& r = compiled->report();
   std::printf("%zu kernels (%zu ATen nodes fused), %zu ATen calls left; first call %.2f s (build: %s)\n",
               r.kernels, r.fused_nodes, r.extern_nodes, first_s,
-              r.library.empty() ? "nothing to build" : r.cache_hit ? "cached" : "built");
+              r.library.empty() ? "nothing to build"
+              : r.cache_hit     ? "cached"
+                                : "built");
   if (!r.library.empty()) std::printf("library: %s\n", r.library.c_str());
   std::printf("phases:");
   for (const auto& [name, ms] : r.phase_ms) std::printf(" %s %.1f ms,", name.c_str(), ms);
