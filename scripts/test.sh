@@ -13,7 +13,7 @@ jobs=$(nproc)
 echo "== format: src/ and include/ as clang-format writes them (.clang-format)"
 bash scripts/check_format.sh
 
-echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture and compile tests"
+echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture, compile and .pt2 tests"
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
 # source file's compile time, and a batch of 8 files parses them once.
 # -g1 keeps the line tables that sanitizer reports print.
@@ -22,7 +22,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -D
 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
-ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$" -LE "export|corpus" --output-on-failure -j"$jobs"
+ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
 
 echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
 bash scripts/fuzz.sh 60

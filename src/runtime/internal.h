@@ -35,6 +35,7 @@ void register_builtins(Adapters& a);            // builtins.cpp
 void register_torch_functions(Adapters& a);     // torch_functions.cpp
 void register_torchvision_ops(Adapters& a);     // torchvision_ops.cpp
 void register_torchvision_swin(Adapters& a);    // torchvision_swin.cpp
+void register_higher_order(Adapters& a);        // higher_order.cpp
 
 // ---- ATen ------------------------------------------------------------------
 // All dispatcher overloads of `qualified` ("aten::add"); empty when none.

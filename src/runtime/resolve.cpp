@@ -125,6 +125,7 @@ struct Registry {
     register_torch_functions(adapters);
     register_torchvision_ops(adapters);
     register_torchvision_swin(adapters);
+    register_higher_order(adapters);
     index_ops();
   }
   void index_ops() {

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <torch/custom_class.h>
 
+#include "module_ivalue.h"
+
 namespace fx {
 
 namespace {
@@ -17,6 +19,9 @@ struct SliceHolder : torch::CustomClassHolder {
   c10::IValue start, stop, step;
 };
 struct EllipsisHolder : torch::CustomClassHolder {};
+struct ModuleHolder : torch::CustomClassHolder {
+  std::shared_ptr<Module> module;
+};
 
 // The deleter type marks an Opaque value as one made by make_opaque: a
 // shared_ptr<const void> keeps its deleter's type, and std::get_deleter finds it.
@@ -133,6 +138,21 @@ c10::IValue ellipsis_ivalue() {
   static const c10::IValue e = c10::IValue::make_capsule(c10::make_intrusive<EllipsisHolder>());
   return e;
 }
+
+namespace runtime {
+
+c10::IValue module_ivalue(std::shared_ptr<Module> module) {
+  auto h = c10::make_intrusive<ModuleHolder>();
+  h->module = std::move(module);
+  return c10::IValue::make_capsule(std::move(h));
+}
+
+std::shared_ptr<Module> module_of(const c10::IValue& v) {
+  const ModuleHolder* h = holder<ModuleHolder>(v);
+  return h ? h->module : nullptr;
+}
+
+}  // namespace runtime
 
 bool is_slice(const c10::IValue& v) { return holder<SliceHolder>(v) != nullptr; }
 bool is_ellipsis(const c10::IValue& v) { return holder<EllipsisHolder>(v) != nullptr; }

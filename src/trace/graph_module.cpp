@@ -9,6 +9,7 @@
 #include "../ir/index_set.h"
 #include "../ir/repr.h"
 #include "../ir/visit.h"
+#include "../runtime/module_ivalue.h"
 #include "module_dicts.h"
 
 #include <algorithm>
@@ -595,7 +596,13 @@ void GraphModule::recompile() {
       step.out = static_cast<int>(i);
       step.args.begin = end_of(plan->args);
       if (n->op() == Op::get_attr) {
-        plan->args.push_back(ArgSource{-1, -1, get_tensor(n->target().str())});
+        // A whole submodule (cond's branches) is a value too.
+        auto* sub = has_submodule(n->target().str()) ? dynamic_cast<Module*>(get_submodule(n->target().str()))
+                                                     : nullptr;
+        plan->args.push_back(
+            ArgSource{-1, -1,
+                      sub ? runtime::module_ivalue(std::shared_ptr<Module>(sub->shared_from_this(), sub))
+                          : c10::IValue(get_tensor(n->target().str()))});
       } else {
         for (const auto& a : n->args()) plan->args.push_back(source(a));
       }

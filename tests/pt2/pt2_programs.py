@@ -1,0 +1,237 @@
+"""torch.export programs for fx::load_exported's tests.
+
+    pt2_programs.py DIR   writes, for each program NAME:
+      DIR/NAME.pt2        torch.export.save of the program
+      DIR/NAME.json       what torch 2.14 prints for the loaded program
+                          (torch.export.load(path)): the graph text, the code,
+                          the graph signature, the range constraints; and the
+                          non-tensor leaves of the output
+      DIR/NAME.io.pt      inputs (in.<i>), outputs' tensor leaves (out.<i>),
+                          and state after one run of ep.module() (after.<key>:
+                          buffers; after_in.<i>: the inputs)
+    and DIR/malformed/*.pt2, broken copies of one program, with
+    DIR/malformed/expected.json: file name -> the words the error must hold.
+"""
+import io
+import json
+import os
+import sys
+import zipfile
+
+try:
+    import torch
+    import torch.utils._pytree as pytree
+    from torch.export import Dim
+except ImportError as e:  # ctest: skipped, not failed
+    print(f'pt2_programs.py: {e}; skipping')
+    sys.exit(77)
+
+torch.manual_seed(0)
+
+
+class LinearBuffer(torch.nn.Module):
+    """The training IR (torch.export's default): the buffer's add_ stays in the graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.register_buffer('count', torch.zeros(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return torch.relu(self.lin(x)) + self.count
+
+
+class Mutations(torch.nn.Module):
+    """After run_decompositions: functional, with buffer and input mutations as outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer('running', torch.zeros(3))
+        self.register_buffer('scratch', torch.ones(3), persistent=False)
+        self.c = torch.ones(3) * 2
+
+    def forward(self, x, y):
+        self.running.mul_(0.9).add_(x.mean(0))
+        y.add_(1)
+        return torch.nn.functional.layer_norm(x, (3,)) + self.c + self.scratch, y * 2
+
+
+class Dynamic(torch.nn.Module):
+    """A dynamic batch: sym_size, SymInt arithmetic, a multi-output op, an int output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lin(x).view(x.shape[0] * 3)
+        v, i = y.max(dim=0)
+        return v, i, x.shape[0] * 2
+
+
+class Structured(torch.nn.Module):
+    """A list input, a keyword input and a dict output."""
+
+    def forward(self, xs, *, scale):
+        s = xs[0] * scale + xs[1]
+        return {'logits': s, 'probs': torch.softmax(s, dim=-1)}
+
+
+class Masked(torch.nn.Module):
+    """-inf and nan constants (Python's json writes -Infinity and NaN) and attention."""
+
+    def forward(self, q, k, v):
+        mask = torch.ones(q.shape[-2], k.shape[-2]).tril().bool()
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~mask, float('-inf'))
+        out = torch.softmax(scores, dim=-1) @ v
+        return out, torch.nan_to_num(out, nan=float('nan'), posinf=float('inf'))
+
+
+class Cond(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos() + 1, (x,))
+
+
+class WhileLoop(torch.nn.Module):
+    def forward(self, x):
+        from torch._higher_order_ops.while_loop import while_loop
+        return while_loop(lambda i, x: i < 5, lambda i, x: (i + 1, x * 2), (torch.tensor(0), x))
+
+
+PROGRAMS = {
+    'linear_buffer': lambda: (LinearBuffer(), (torch.randn(2, 4),), {}, None, False),
+    'mutations': lambda: (Mutations(), (torch.randn(2, 3), torch.randn(3)), {}, None, True),
+    'dynamic': lambda: (Dynamic(), (torch.randn(5, 4),), {}, {'x': {0: Dim('batch', min=2, max=64)}}, False),
+    'structured': lambda: (Structured(), ([torch.randn(2, 5), torch.randn(2, 5)],), {'scale': torch.tensor(3.0)},
+                           None, False),
+    'masked': lambda: (Masked(), (torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8)), {}, None, False),
+    'cond': lambda: (Cond(), (torch.randn(3),), {}, None, False),
+    'while_loop': lambda: (WhileLoop(), (torch.randn(3),), {}, None, False),
+}
+
+# Inputs to run on, where they differ from the ones exported with.
+RUN_INPUTS = {
+    'dynamic': lambda: ((torch.randn(7, 4),), {}),
+    'cond': lambda: ((-torch.rand(3) - 1,), {}),
+}
+
+
+def clone(tree):
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
+
+
+def write_program(out_dir, name):
+    module, args, kwargs, dynamic_shapes, decompose = PROGRAMS[name]()
+    ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes)
+    if decompose:
+        ep = ep.run_decompositions()
+    path = os.path.join(out_dir, name + '.pt2')
+    torch.export.save(ep, path)
+    loaded = torch.export.load(path)
+    gm = loaded.graph_module
+    subgraphs = {n: m.code for n, m in gm.named_children()}
+    run_args, run_kwargs = RUN_INPUTS[name]() if name in RUN_INPUTS else (clone(args), clone(kwargs))
+    flat_in = pytree.tree_leaves((run_args, run_kwargs))
+    io_dict = {f'in.{i}': t.clone() for i, t in enumerate(flat_in)}
+    unlifted = loaded.module()
+    outputs = unlifted(*run_args, **run_kwargs)
+    leaves = pytree.tree_leaves(outputs)
+    values = {}
+    for i, v in enumerate(leaves):
+        if isinstance(v, torch.Tensor):
+            io_dict[f'out.{i}'] = v.detach().clone()
+        else:
+            values[str(i)] = v
+    for i, t in enumerate(flat_in):
+        io_dict[f'after_in.{i}'] = t.clone()
+    for key, t in unlifted.state_dict().items():
+        io_dict[f'after.{key}'] = t.detach().clone()
+    torch.save(io_dict, os.path.join(out_dir, name + '.io.pt'))
+    expected = {
+        'graph': str(gm.graph),
+        'code': gm.code,
+        'signature': str(loaded.graph_signature),
+        'range_constraints': {str(k): [int(v.lower), None if v.upper.is_infinite else int(v.upper)]
+                              for k, v in loaded.range_constraints.items()},
+        'subgraphs': subgraphs,
+        'num_leaves': len(leaves),
+        'values': values,
+        'output_kind': type(outputs).__name__,
+    }
+    with open(os.path.join(out_dir, name + '.json'), 'w') as f:
+        json.dump(expected, f, indent=1)
+
+
+def rewrite(src, dst, edit):
+    """A copy of the archive src with edit(record name, bytes) -> bytes applied."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = edit(info.filename, zin.read(info.filename))
+            if data is not None:
+                zout.writestr(info, data)
+
+
+def edit_model(fn):
+    def edit(name, data):
+        if name.endswith('models/model.json'):
+            m = json.loads(data)
+            fn(m)
+            return json.dumps(m).encode()
+        return data
+    return edit
+
+
+def write_malformed(out_dir):
+    bad = os.path.join(out_dir, 'malformed')
+    os.makedirs(bad, exist_ok=True)
+    src = os.path.join(out_dir, 'linear_buffer.pt2')
+    raw = open(src, 'rb').read()
+    expected = {}
+
+    def case(name, words, edit=None, data=None):
+        path = os.path.join(bad, name + '.pt2')
+        if data is not None:
+            open(path, 'wb').write(data)
+        else:
+            rewrite(src, path, edit)
+        expected[name + '.pt2'] = words
+
+    def nodes(m):
+        return m['graph_module']['graph']['nodes']
+
+    case('truncated', ['truncated.pt2'], data=raw[:len(raw) // 2])
+    case('not_zip', ['not a torch.export archive'], data=b'hello' * 10)
+    case('newer_schema', ['schema_version', '9.0', '8.20'],
+         edit_model(lambda m: m.__setitem__('schema_version', {'major': 9, 'minor': 0})))
+    case('unknown_operator', ['nodes[1]', 'linear', 'unknown operator', 'torch.ops.aten.no_such_op.default'],
+         edit_model(lambda m: nodes(m)[1].__setitem__('target', 'torch.ops.aten.no_such_op.default')))
+    case('dangling_name', ['nodes[2]', 'relu', 'no_such_value'],
+         edit_model(lambda m: nodes(m)[2]['inputs'][0]['arg']['as_tensor'].__setitem__('name', 'no_such_value')))
+    case('not_json', ['models/model.json', 'not JSON'],
+         lambda name, data: b'{"graph_module": ' if name.endswith('models/model.json') else data)
+    case('no_archive_format', ['archive_format'],
+         lambda name, data: None if name.endswith('archive_format') else data)
+    case('short_weight', ['weight_0', 'holds'],
+         lambda name, data: data[:8] if name.endswith('weights/weight_0') else data)
+    case('missing_weight', ['lin.weight'],
+         lambda name, data: (data.replace(b'"lin.weight"', b'"lin.other"')
+                             if name.endswith('model_weights_config.json') else data))
+    case('bad_argument_kind', ['nodes[2]', 'as_banana'],
+         edit_model(lambda m: nodes(m)[2]['inputs'][0].__setitem__('arg', {'as_banana': 1})))
+    case('bad_dtype', ['dtype', '99'],
+         edit_model(lambda m: m['graph_module']['graph']['tensor_values']['x'].__setitem__('dtype', 99)))
+    with open(os.path.join(bad, 'expected.json'), 'w') as f:
+        json.dump(expected, f, indent=1)
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    for name in PROGRAMS:
+        write_program(out_dir, name)
+    write_malformed(out_dir)
+
+
+if __name__ == '__main__':
+    main()
