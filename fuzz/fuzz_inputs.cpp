@@ -45,29 +45,6 @@ struct Model : fx::Module {
   }
 };
 
-std::vector<std::pair<std::string, std::string>> read_records(const std::string& bytes) {
-  std::istringstream in(bytes);
-  caffe2::serialize::PyTorchStreamReader reader(&in);
-  std::vector<std::pair<std::string, std::string>> records;
-  for (const auto& name : reader.getAllRecords()) {
-    if (name == "version") continue;  // the writer adds its own
-    auto [data, size] = reader.getRecord(name);
-    records.emplace_back(name, std::string(static_cast<const char*>(data.get()), size));
-  }
-  return records;
-}
-
-std::string write_records(const std::vector<std::pair<std::string, std::string>>& records) {
-  std::string out;
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
-    out.append(static_cast<const char*>(p), n);
-    return n;
-  });
-  for (const auto& [name, data] : records) writer.writeRecord(name, data.data(), data.size());
-  writer.writeEndOfFile();
-  return out;
-}
-
 }  // namespace
 
 const ValidFile& valid_file() {
@@ -95,6 +72,29 @@ std::string file_from_input(const ValidFile& valid, std::string_view input) {
   for (auto& [name, data] : records)
     if (name == replaced) data = content;
   return write_records(records);
+}
+
+Records read_records(const std::string& bytes) {
+  std::istringstream in(bytes);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  Records records;
+  for (const auto& name : reader.getAllRecords()) {
+    if (name == "version") continue;  // the writer adds its own
+    auto [data, size] = reader.getRecord(name);
+    records.emplace_back(name, std::string(static_cast<const char*>(data.get()), size));
+  }
+  return records;
+}
+
+std::string write_records(const Records& records) {
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+    return n;
+  });
+  for (const auto& [name, data] : records) writer.writeRecord(name, data.data(), data.size());
+  writer.writeEndOfFile();
+  return out;
 }
 
 std::string input_for(Mode mode, std::string_view content) {

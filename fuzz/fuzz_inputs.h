@@ -32,4 +32,10 @@ enum Mode : unsigned char { kWholeFile = 0, kGraphJson = 1, kDataPkl = 2 };
 std::string file_from_input(const ValidFile& valid, std::string_view input);
 std::string input_for(Mode mode, std::string_view content);
 
+// An archive's records (name, content), without the `version` record the
+// writer adds; and an archive of records, as PyTorch's archive writer writes one.
+using Records = std::vector<std::pair<std::string, std::string>>;
+Records read_records(const std::string& bytes);
+std::string write_records(const Records& records);
+
 }  // namespace fx::fuzz

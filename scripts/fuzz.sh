@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target on fx::load with clang-16 (ASan + UBSan) and
-# runs it for a bounded time on the seed corpus: the valid file in the
-# fuzzer's three modes and tests/serialize/fuzz_corpus/. A crash, a leak, or
-# an exception other than fx::LoadError fails the run; libFuzzer writes the
-# input to build-fuzz/findings/. The corpus grown by the run stays in
-# build-fuzz/corpus/ and seeds the next run.
+# Builds a libFuzzer target with clang-16 (ASan + UBSan) and runs it for a
+# bounded time on its seed corpus:
+#   load  fx::load (GraphModule files): the valid file in the fuzzer's three
+#         modes and tests/serialize/fuzz_corpus/;
+#   pt2   fx::load_exported (.pt2): the programs of tests/pt2/fuzz_corpus/ in
+#         the fuzzer's three modes.
+# A crash, a leak, or an exception other than fx::LoadError fails the run;
+# libFuzzer writes the input to build-fuzz/findings/. The corpus grown by the
+# run stays in build-fuzz/corpus[-pt2]/ and seeds the next run.
 #
-#   scripts/fuzz.sh [SECONDS]     # default 60
+#   scripts/fuzz.sh [SECONDS] [load|pt2]     # default 60 load
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+target=${2:-load}
+case "$target" in
+  load) fuzzer=fx_load_fuzzer seeds=fx_load_fuzz_seeds corpus=build-fuzz/corpus ;;
+  pt2) fuzzer=fx_pt2_fuzzer seeds=fx_pt2_fuzz_seeds corpus=build-fuzz/corpus-pt2 ;;
+  *) echo "usage: scripts/fuzz.sh [SECONDS] [load|pt2]" >&2; exit 2 ;;
+esac
 bash scripts/setup.sh
 source scripts/env.sh
 jobs=$(nproc)
@@ -18,17 +27,23 @@ cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_BUILD_TYPE=RelW
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_UNITY_BUILD=ON -DFXCPP_FUZZ=ON \
   -DFXCPP_BUILD_TESTS=OFF -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF -DFXCPP_BUILD_TOOLS=OFF \
   "${fxcpp_cmake_args[@]}" >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fx_load_fuzzer fx_load_fuzz_seeds
+cmake --build build-fuzz -j"$jobs" --target "$fuzzer" "$seeds"
 
-mkdir -p build-fuzz/corpus build-fuzz/findings
-build-fuzz/fuzz/fx_load_fuzz_seeds build-fuzz/seeds tests/serialize/fuzz_corpus/*
+mkdir -p "$corpus" build-fuzz/findings
+if [ "$target" = load ]; then
+  build-fuzz/fuzz/$seeds build-fuzz/seeds tests/serialize/fuzz_corpus/*
+  seed_dir=build-fuzz/seeds
+else
+  build-fuzz/fuzz/$seeds build-fuzz/seeds-pt2
+  seed_dir=build-fuzz/seeds-pt2
+fi
 export LSAN_OPTIONS=suppressions=$PWD/tests/serialize/lsan.supp
 # clang-16's sanitizers need clang-16's symbolizer (the llvm-symbolizer on
 # PATH may be another version's).
 export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
 export UBSAN_OPTIONS=print_stacktrace=1
-# -rss_limit_mb: LibTorch and the valid file take ~300 MB before the first input.
-build-fuzz/fuzz/fx_load_fuzzer build-fuzz/corpus build-fuzz/seeds \
+# -rss_limit_mb: LibTorch and the valid files take ~300 MB before the first input.
+build-fuzz/fuzz/$fuzzer "$corpus" "$seed_dir" \
   -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
   -artifact_prefix=build-fuzz/findings/ -print_final_stats=1
-echo "fx_load_fuzzer: no findings in ${seconds} s"
+echo "$fuzzer: no findings in ${seconds} s"

@@ -25,7 +25,9 @@ cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
 
 echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
-bash scripts/fuzz.sh 60
+bash scripts/fuzz.sh 60 load
+echo "== fuzzing fx::load_exported (.pt2): libFuzzer for 60 s on the seed corpus"
+bash scripts/fuzz.sh 60 pt2
 
 echo "== release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON "${fxcpp_cmake_args[@]}" >/dev/null

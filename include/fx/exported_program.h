@@ -106,6 +106,10 @@ class ExportedProgram {
   // are given as IValue lists or tuples. Throws fx::Error naming the input
   // and dimension that does not fit, and anything the graph throws.
   c10::IValue run(std::vector<c10::IValue> inputs);
+  // The same on the user inputs flattened as the graph takes them (the
+  // leaves of torch.utils._pytree.tree_leaves((args, kwargs)), one per
+  // USER_INPUT spec), as tools that read a flat list of tensors have them.
+  c10::IValue run_flat(std::vector<c10::IValue> user_inputs);
 
  private:
   struct Specs;
@@ -126,5 +130,10 @@ class ExportedProgram {
 // name.
 ExportedProgram load_exported(const std::string& path);
 ExportedProgram load_exported_from_bytes(std::string_view bytes, const std::string& name = "<bytes>");
+
+// torch.export.pt2_archive.is_pt2_package: whether `path` is a zip archive
+// whose archive_format record says pt2 (false for anything else, unreadable
+// files included).
+bool is_pt2_package(const std::string& path);
 
 }  // namespace fx

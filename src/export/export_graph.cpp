@@ -495,12 +495,18 @@ class Reader {
     return g;
   }
 
-  // serialize.py's generate_getitems.
-  void getitems(Node* of, const Json& items, const std::string& where) {
+  // serialize.py's generate_getitems. `items` are Arguments, or, for one
+  // output that is a list (`as_tensors`), bare TensorArguments.
+  void getitems(Node* of, const Json& items, const std::string& where, bool tensor_arguments = false) {
     for (size_t i = 0; i < items.size(); ++i) {
       const std::string w = where + "[" + std::to_string(i) + "]";
-      auto [kind, v] = union_of(items[i], w);
       const auto idx = static_cast<int64_t>(i);
+      if (tensor_arguments) {
+        const std::string& name = as_string(field(items[i], "name", w), w + ".name");
+        sync(name, getitem(of, idx, name, w), w);
+        continue;
+      }
+      auto [kind, v] = union_of(items[i], w);
       if (kind == "as_tensor") {
         const std::string& name = as_string(field(*v, "name", w), w + ".as_tensor.name");
         sync(name, getitem(of, idx, name, w), w);
@@ -508,6 +514,7 @@ class Reader {
         const std::string name = sym_name(*v, w + "." + kind);
         sync(name, getitem(of, idx, name, w), w);
       } else if (kind == "as_tensors") {
+        if (!v->is_array()) fail(w + ".as_tensors", "expected an array");
         Node* list = getitem(of, idx, std::nullopt, w);
         for (size_t k = 0; k < v->size(); ++k) {
           const std::string wk = w + ".as_tensors[" + std::to_string(k) + "]";
@@ -563,7 +570,8 @@ class Reader {
     if (outputs.size() == 1) {
       if (kind0 != "as_tensors")
         fail(w + "[0]", "a single output of kind \"" + kind0 + "\" (expected as_tensors)");
-      getitems(n, *v0, w + "[0].as_tensors");
+      if (!v0->is_array()) fail(w + "[0].as_tensors", "expected an array");
+      getitems(n, *v0, w + "[0].as_tensors", /*tensor_arguments=*/true);
     } else {
       getitems(n, outputs, w);
     }

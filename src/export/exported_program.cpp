@@ -188,6 +188,11 @@ c10::IValue ExportedProgram::run(std::vector<c10::IValue> inputs) {
   // values in the order forward was exported with.
   std::vector<c10::IValue> flat;
   detail::flatten_inputs(specs.in_spec, inputs, flat);
+  return run_flat(std::move(flat));
+}
+
+c10::IValue ExportedProgram::run_flat(std::vector<c10::IValue> flat) {
+  const Specs& specs = *specs_;
   if (flat.size() != specs.user_inputs.size())
     throw Error("ExportedProgram.run: the program takes " + std::to_string(specs.user_inputs.size()) +
                 " user input value(s), the arguments given hold " + std::to_string(flat.size()));

@@ -387,6 +387,19 @@ ExportedProgram load_exported(const std::string& path) {
   return load_stream(in, path);
 }
 
+bool is_pt2_package(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  try {
+    caffe2::serialize::PyTorchStreamReader archive(&in);
+    if (!archive.hasRecord("archive_format")) return false;
+    auto [data, size] = archive.getRecord("archive_format");
+    return std::string_view(static_cast<const char*>(data.get()), size) == "pt2";
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
 ExportedProgram load_exported_from_bytes(std::string_view bytes, const std::string& name) {
   std::istringstream in{std::string(bytes)};
   return load_stream(in, name);

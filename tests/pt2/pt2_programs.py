@@ -99,6 +99,19 @@ class WhileLoop(torch.nn.Module):
         return while_loop(lambda i, x: i < 5, lambda i, x: (i + 1, x * 2), (torch.tensor(0), x))
 
 
+class DocExample(torch.nn.Module):
+    """docs/pt2.md's example."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.register_buffer('calls', torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return torch.nn.functional.gelu(self.lin(x)) * 2
+
+
 PROGRAMS = {
     'linear_buffer': lambda: (LinearBuffer(), (torch.randn(2, 4),), {}, None, False),
     'mutations': lambda: (Mutations(), (torch.randn(2, 3), torch.randn(3)), {}, None, True),
@@ -108,12 +121,15 @@ PROGRAMS = {
     'masked': lambda: (Masked(), (torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8)), {}, None, False),
     'cond': lambda: (Cond(), (torch.randn(3),), {}, None, False),
     'while_loop': lambda: (WhileLoop(), (torch.randn(3),), {}, None, False),
+    'doc_example': lambda: (DocExample(), (torch.randn(8, 4),), {}, {'x': {0: Dim('batch', min=2, max=64)}},
+                            False),
 }
 
 # Inputs to run on, where they differ from the ones exported with.
 RUN_INPUTS = {
     'dynamic': lambda: ((torch.randn(7, 4),), {}),
     'cond': lambda: ((-torch.rand(3) - 1,), {}),
+    'doc_example': lambda: ((torch.randn(16, 4),), {}),
 }
 
 

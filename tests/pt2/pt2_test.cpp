@@ -2,6 +2,7 @@
 // program with what torch prints for it after torch.export.load and what
 // ep.module() returns; fxcpp loads the same file, prints the same text and
 // gives the same outputs and state. Broken copies are refused by name.
+#include <fx/compile.h>
 #include <fx/exported_program.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -119,7 +120,7 @@ TEST_P(FromTorchExport, PrintsAndRunsAsTorchDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, FromTorchExport,
                          testing::Values("linear_buffer", "mutations", "dynamic", "structured", "masked", "cond",
-                                         "while_loop"));
+                                         "while_loop", "doc_example"));
 
 TEST(LoadExported, RefusesSizesOutsideTheExportedRanges) {
   if (!fs::exists(kData + "/dynamic.pt2")) GTEST_SKIP() << "pt2_programs.py did not run";
@@ -139,6 +140,44 @@ TEST(LoadExported, RefusesSizesOutsideTheExportedRanges) {
   EXPECT_NE(message(torch::randn({8, 5})).find("dimension 1 is 5; the program was exported for 4"), std::string::npos);
   EXPECT_NE(message(torch::randn({8})).find("has 1 dimensions"), std::string::npos);
   EXPECT_EQ(ep.run({torch::randn({64, 4})}).toTupleRef().elements()[2].toInt(), 128);
+}
+
+// docs/pt2.md's example, as written there.
+TEST(LoadExported, TheDocumentedExampleRunsAndCompiles) {
+  if (!fs::exists(kData + "/doc_example.pt2")) GTEST_SKIP() << "pt2_programs.py did not run";
+  fx::ExportedProgram ep = fx::load_exported(kData + "/doc_example.pt2");
+  at::Tensor x = torch::randn({16, 4});
+  c10::IValue out = ep.run({x});
+  EXPECT_EQ(ep.state_dict().back().first, "calls");
+  EXPECT_EQ(ep.state_dict().back().second.item<float>(), 1.0f);
+  torch::NoGradGuard no_grad;  // parameters require grad: under grad mode compile runs the original
+  auto compiled = fx::compile([&](const std::vector<c10::IValue>& in) { return ep.run(in); });
+  c10::IValue fast = compiled->run({x});
+  EXPECT_TRUE(at::allclose(fast.toTensor(), out.toTensor()));
+  EXPECT_EQ(compiled->report().kernels, 1u);  // gelu and * 2 fused after the linear
+  std::string message;
+  try {
+    ep.run({torch::randn({100, 4})});
+  } catch (const fx::Error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, "ExportedProgram.run: input 'x' dimension 0 is 100, outside the range [2, 64] of s77");
+}
+
+// fx::compile captures through the dispatcher, which cannot record cond's
+// data-dependent choice: an error that says so, not a wrong program.
+TEST(LoadExported, CompilingACondSaysWhyNot) {
+  if (!fs::exists(kData + "/cond.pt2")) GTEST_SKIP() << "pt2_programs.py did not run";
+  fx::ExportedProgram ep = fx::load_exported(kData + "/cond.pt2");
+  auto compiled = fx::compile([&](const std::vector<c10::IValue>& in) { return ep.run(in); });
+  std::string message;
+  try {
+    compiled->run({torch::randn({3})});
+  } catch (const fx::Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("torch.ops.higher_order.cond"), std::string::npos) << message;
+  EXPECT_NE(message.find("reads tensor data"), std::string::npos) << message;
 }
 
 TEST(LoadExported, RefusesMalformedFilesByName) {

@@ -42,18 +42,18 @@ int bench(const CommandLine& cl) {
   const size_t runs = cl.count("-n", "100"), warmup = cl.count("--warmup", "5");
   if (cl.has("--threads")) at::set_num_threads(static_cast<int>(cl.count("--threads", "1")));
   const auto load_start = std::chrono::steady_clock::now();
-  auto gm = load_module(cl.positional(0));
+  Program program = load_program(cl.positional(0));
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
-  std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
+  std::vector<c10::IValue> inputs = program.read_inputs(cl.option("--inputs"));
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < warmup; ++i) gm->run(inputs);
+  for (size_t i = 0; i < warmup; ++i) program.run(inputs);
   std::vector<double> ms;
   ProgressBar bar(runs);
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    gm->run(inputs);
+    program.run(inputs);
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     bar.update(i + 1, std::chrono::duration<double>(t1 - start).count());

@@ -1,5 +1,5 @@
 // fxc compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]:
-// fx::compile of a GraphModule file, checked against the file run as it is.
+// fx::compile of a GraphModule file or a .pt2, checked against the file run as it is.
 #include <fx/compile.h>
 #include <fx/error.h>
 #include <fx/passes/pass_manager.h>
@@ -31,16 +31,20 @@ double median_ms(size_t runs, const std::function<void()>& body) {
 
 int compile(const CommandLine& cl) {
   const size_t runs = cl.count("-n", "20");
-  auto gm = load_module(cl.positional(0));
-  std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
+  Program program = load_program(cl.positional(0));
+  std::vector<c10::IValue> inputs = program.read_inputs(cl.option("--inputs"));
   fx::CompileOptions options;
   options.debug_dir = cl.option_or("--debug", "");
   torch::NoGradGuard no_grad;
-  auto compiled = fx::compile(*gm, options);
+  // A .pt2 compiles as the program runs (state fed, mutations written back),
+  // captured through the dispatcher like any LibTorch code.
+  auto compiled = program.exported
+                      ? fx::compile([&](const std::vector<c10::IValue>& in) { return program.run(in); }, options)
+                      : fx::compile(*program.module, options);
   const auto start = std::chrono::steady_clock::now();
   c10::IValue out = compiled->run(inputs);
   const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto d = fx::passes::first_difference(gm->run(inputs), out, 1e-4, 1e-5))
+  if (auto d = fx::passes::first_difference(program.run(inputs), out, 1e-4, 1e-5))
     throw fx::Error("the compiled module's outputs differ from the module's: " + *d);
   const fx::CompileReport& r = compiled->report();
   std::printf("%zu kernels (%zu ATen nodes fused), %zu ATen calls left; first call %.2f s (build: %s)\n",
@@ -52,7 +56,7 @@ int compile(const CommandLine& cl) {
   std::printf("phases:");
   for (const auto& [name, ms] : r.phase_ms) std::printf(" %s %.1f ms,", name.c_str(), ms);
   std::printf("\n");
-  const double interpreted = median_ms(runs, [&] { gm->run(inputs); });
+  const double interpreted = median_ms(runs, [&] { program.run(inputs); });
   const double fused = median_ms(runs, [&] { compiled->run(inputs); });
   std::printf("median of %zu runs: GraphModule %.3f ms, compiled %.3f ms (%.2fx)\n", runs, interpreted, fused,
               interpreted / fused);

@@ -30,13 +30,16 @@ std::string pass_list() {
 const std::vector<Command>& commands() {
   static const std::vector<Command> c = {
       {{"show", "show FILE [--graph|--code|--tabular|--cpp]",
-        "Prints the GraphModule (its module tree and code, as str(gm) does), or only its graph, its\n"
-        "generated Python code, the graph as a table, or the C++ forward that export-cpp writes.",
+        "Prints the GraphModule (its module tree and code, as str(gm) does; for a .pt2 also the graph\n"
+        "signature and range constraints), or only its graph, its generated Python code, the graph as\n"
+        "a table, or the C++ forward that export-cpp writes.",
         1, {}, {"--graph", "--code", "--tabular", "--cpp"}},
        fxc::show},
       {{"run", "run FILE --inputs IN.pt [--output OUT.pt]",
         "Runs forward on the tensors of IN.pt (torch.save([x, ...], 'IN.pt') in Python) and writes\n"
-        "the outputs to OUT.pt as a list of tensors (torch.load reads it), or prints their shapes.",
+        "the outputs to OUT.pt as a list of tensors (torch.load reads it), or prints their shapes.\n"
+        "A .pt2 runs as torch.export's ep.module() does: IN.pt holds the user inputs flattened\n"
+        "(torch.utils._pytree.tree_leaves((args, kwargs))); state comes from the file.",
         1, {"--inputs", "--output"}, {}},
        fxc::run},
       {{"opt", "opt FILE -p PASS[,PASS...] -o OUT [--inputs IN.pt] [--verify [--rtol R] [--atol A]]",
@@ -72,7 +75,7 @@ const std::vector<Command>& commands() {
 }
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: fxc COMMAND [ARGS]\n\nGraphModule files (fx::save, python3 -m fxcpp export) from the command line.\n\ncommands:\n");
+  std::fprintf(out, "usage: fxc COMMAND [ARGS]\n\nGraphModule files (fx::save, python3 -m fxcpp export) and torch.export programs\n(torch.export.save, .pt2) from the command line.\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  fxc %s\n", c.spec.usage.c_str());
   std::fprintf(out, "\nfxc COMMAND --help describes one.\n");
 }

@@ -34,7 +34,7 @@ int opt(const CommandLine& cl) {
   if (names.empty()) throw UsageError("-p takes a comma-separated list of passes; see fxc opt --help");
   fx::passes::PassManager pm(names);
   pm.run_checks_after_each_pass = true;
-  if (cl.has("--inputs")) pm.example_inputs = read_inputs(*gm, cl.option("--inputs"));
+  if (cl.has("--inputs")) pm.example_inputs = Program{gm, nullptr}.read_inputs(cl.option("--inputs"));
   if (cl.has("--verify")) {
     if (!cl.has("--inputs")) throw UsageError("--verify runs the module: give it --inputs IN.pt");
     pm.check_equivalence = true;

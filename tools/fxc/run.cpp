@@ -1,4 +1,4 @@
-// fxc run FILE --inputs IN.pt [--output OUT.pt]
+// fxc run FILE --inputs IN.pt [--output OUT.pt]: FILE a GraphModule file or a .pt2
 #include <fx/state_dict.h>
 #include <torch/torch.h>
 
@@ -54,10 +54,10 @@ void describe(std::ostream& os, const c10::IValue& v) {
 }  // namespace
 
 int run(const CommandLine& cl) {
-  auto gm = load_module(cl.positional(0));
-  std::vector<c10::IValue> inputs = read_inputs(*gm, cl.option("--inputs"));
+  Program program = load_program(cl.positional(0));
+  std::vector<c10::IValue> inputs = program.read_inputs(cl.option("--inputs"));
   torch::NoGradGuard no_grad;
-  std::vector<c10::IValue> outputs = output_values(gm->run(inputs));
+  std::vector<c10::IValue> outputs = output_values(program.run(inputs));
   if (cl.has("--output")) {
     fx::save_values(outputs, cl.option("--output"));
   } else {

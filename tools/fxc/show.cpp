@@ -36,7 +36,8 @@ std::string cpp_forward(const fx::GraphModule& gm) {
 int show(const CommandLine& cl) {
   int chosen = cl.has("--graph") + cl.has("--code") + cl.has("--tabular") + cl.has("--cpp");
   if (chosen > 1) throw UsageError("fxc show prints one of --graph, --code, --tabular, --cpp");
-  auto gm = load_module(cl.positional(0));
+  Program program = load_program(cl.positional(0));
+  const auto& gm = program.module;
   if (cl.has("--graph"))
     std::cout << gm->graph().to_string() << "\n";
   else if (cl.has("--code"))
@@ -47,6 +48,17 @@ int show(const CommandLine& cl) {
     std::cout << cpp_forward(*gm);
   else
     std::cout << gm->to_string() << "\n";
+  if (program.exported && !chosen) {
+    // As torch prints an ExportedProgram after its module.
+    std::cout << "Graph signature:" << program.exported->graph_signature().to_string() << "Range constraints: {";
+    bool first = true;
+    for (const auto& [symbol, r] : program.exported->range_constraints()) {
+      std::cout << (first ? "" : ", ") << symbol << ": VR[" << (r.min_val ? std::to_string(*r.min_val) : "-int_oo")
+                << ", " << (r.max_val ? std::to_string(*r.max_val) : "int_oo") << "]";
+      first = false;
+    }
+    std::cout << "}\n";
+  }
   return 0;
 }
 
