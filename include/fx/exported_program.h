@@ -96,6 +96,11 @@ class ExportedProgram {
   const StateDict& constants() const { return constants_; }
   // By symbol name (`s77`).
   const std::map<std::string, RangeConstraint>& range_constraints() const { return range_constraints_; }
+  // How forward's (args, kwargs) flatten into the user inputs, and how the
+  // user outputs rebuild its result: pytree TreeSpecs as torch.export
+  // serializes them (treespec_dumps, `[1, {"type": "builtins.tuple", ...}]`).
+  const std::string& in_spec() const;
+  const std::string& out_spec() const;
 
   // Python's `ep.module()(*inputs)`: checks the user inputs against the
   // shapes the program was exported for (static sizes exactly, symbolic
@@ -130,6 +135,24 @@ class ExportedProgram {
 // name.
 ExportedProgram load_exported(const std::string& path);
 ExportedProgram load_exported_from_bytes(std::string_view bytes, const std::string& name = "<bytes>");
+
+// torch.export.export's counterpart for a graph fxcpp captured
+// (fx::capture): the ATen-level GraphModule as an ExportedProgram, its
+// parameters, buffers and tensor attributes lifted into placeholders
+// (`p_<path>`, `b_<path>`, `c_<path>`, before the user inputs, as torch.export
+// orders them) with the graph signature saying which is which, its output
+// flattened (the structure kept in out_spec). In-place updates stay in the
+// graph, as in torch.export's training IR. Every call_function must be a
+// torch.ops operator or operator.getitem of one, and every tensor value needs
+// meta["tensor_meta"] (capture records it); otherwise throws fx::Error naming
+// the node.
+ExportedProgram to_exported_program(const GraphModule& captured);
+
+// torch.export.save: writes the program as a PT2 archive that
+// torch.export.load of torch 2.14 reads (serialized schema 8.20), and
+// fx::load_exported too. Programs with symbolic sizes or higher-order
+// operators are not written yet: fx::Error names the node.
+void save_exported(const ExportedProgram& ep, const std::string& path);
 
 // torch.export.pt2_archive.is_pt2_package: whether `path` is a zip archive
 // whose archive_format record says pt2 (false for anything else, unreadable

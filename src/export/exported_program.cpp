@@ -102,6 +102,7 @@ struct ExportedProgram::Specs {
   // Per placeholder: the lifted tensor, or nothing for a user input.
   std::vector<std::optional<at::Tensor>> lifted;
   detail::PyTreeSpec in_spec, out_spec;
+  std::string in_spec_text, out_spec_text;
 };
 
 ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, ExportGraphSignature signature,
@@ -176,7 +177,12 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
   }
   specs_->in_spec = detail::parse_tree_spec(in_spec, "in_spec");
   specs_->out_spec = detail::parse_tree_spec(out_spec, "out_spec");
+  specs_->in_spec_text = std::move(in_spec);
+  specs_->out_spec_text = std::move(out_spec);
 }
+
+const std::string& ExportedProgram::in_spec() const { return specs_->in_spec_text; }
+const std::string& ExportedProgram::out_spec() const { return specs_->out_spec_text; }
 
 ExportedProgram::ExportedProgram(ExportedProgram&&) noexcept = default;
 ExportedProgram& ExportedProgram::operator=(ExportedProgram&&) noexcept = default;

@@ -11,6 +11,11 @@
                           buffers; after_in.<i>: the inputs)
     and DIR/malformed/*.pt2, broken copies of one program, with
     DIR/malformed/expected.json: file name -> the words the error must hold.
+
+    pt2_programs.py --check DIR   reads the programs fx::save_exported wrote
+      (DIR/NAME.pt2) with torch.export.load: the graph prints as fxcpp
+      printed it (NAME.graph.txt) and ep.module() on NAME.in.pt gives the
+      outputs fxcpp computed (NAME.out.pt).
 """
 import io
 import json
@@ -241,7 +246,35 @@ def write_malformed(out_dir):
         json.dump(expected, f, indent=1)
 
 
+def check_saved(saved_dir):
+    names = sorted(f[:-4] for f in os.listdir(saved_dir) if f.endswith('.pt2'))
+    if not names:
+        print(f'no .pt2 files in {saved_dir}')
+        return 1
+    failed = 0
+    for name in names:
+        base = os.path.join(saved_dir, name)
+        ep = torch.export.load(base + '.pt2')
+        graph = open(base + '.graph.txt').read()
+        if str(ep.graph_module.graph) != graph:
+            print(f'{name}: torch prints the graph differently:\n{ep.graph_module.graph}\nfxcpp:\n{graph}')
+            failed += 1
+            continue
+        inputs = torch.load(base + '.in.pt')
+        expected = torch.load(base + '.out.pt')
+        got = [x for x in pytree.tree_leaves(ep.module()(*inputs)) if isinstance(x, torch.Tensor)]
+        if len(got) != len(expected) or not all(torch.allclose(g, e, rtol=1e-5, atol=1e-6)
+                                                for g, e in zip(got, expected)):
+            print(f'{name}: torch.export.load(...).module() gives other outputs than fxcpp')
+            failed += 1
+            continue
+        print(f'{name}: torch.export.load reads it; same graph text, same outputs')
+    return 1 if failed else 0
+
+
 def main():
+    if sys.argv[1] == '--check':
+        sys.exit(check_saved(sys.argv[2]))
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for name in PROGRAMS:
