@@ -1,5 +1,7 @@
 // Writes the seed inputs of the fx::load_exported fuzzer into a directory:
-// each valid program in each of pt2_inputs.h's three modes. With --file-of,
+// each valid program in each of pt2_inputs.h's three modes, and the files of
+// tests/pt2/fuzz_corpus/regressions/ (inputs that once broke the loader) as
+// whole files. With --file-of,
 // writes the file a fuzzer input stands for.
 //
 //   fx_pt2_fuzz_seeds OUT_DIR
@@ -46,6 +48,16 @@ int main(int argc, char** argv) try {
           write(dir / (programs[p].name + (mode == fx::fuzz::kModelJson ? "_model_json" : "_weights_config")),
                 fx::fuzz::pt2_input_for(mode, p, data));
   }
+  // Inputs that once broke the loader, kept as files.
+  const std::filesystem::path regressions = std::filesystem::path(FXCPP_PT2_FUZZ_CORPUS) / "regressions";
+  if (std::filesystem::exists(regressions))
+    for (const auto& entry : std::filesystem::directory_iterator(regressions)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream bytes;
+      bytes << in.rdbuf();
+      write(dir / ("regression_" + entry.path().filename().string()),
+            fx::fuzz::pt2_input_for(fx::fuzz::kPt2WholeFile, 0, bytes.str()));
+    }
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "fx_pt2_fuzz_seeds: " << e.what() << "\n";

@@ -268,7 +268,7 @@ c10::IValue ExportedProgram::run_flat(std::vector<c10::IValue> flat) {
           } else {
             size_t user = 0;
             for (size_t u = 0; u < k; ++u) user += specs.lifted[u] ? 0 : 1;
-            target = flat[user].toTensor();
+            if (flat[user].isTensor()) target = flat[user].toTensor();
           }
           break;
         }
@@ -276,7 +276,12 @@ c10::IValue ExportedProgram::run_flat(std::vector<c10::IValue> flat) {
           throw Error("ExportedProgram.run: output '" + spec.name + "' mutates '" + spec.target +
                       "', which is no input of the program");
         c10::NoGradGuard no_grad;
-        target.copy_(outputs[i].toTensor());
+        try {
+          target.copy_(outputs[i].toTensor());
+        } catch (const c10::Error& e) {
+          throw Error("ExportedProgram.run: writing output '" + spec.name + "' back into '" + spec.target +
+                      "' failed: " + e.what_without_backtrace());
+        }
         break;
       }
       default:

@@ -4,6 +4,7 @@
 // gives the same outputs and state. Broken copies are refused by name.
 #include <fx/compile.h>
 #include <fx/exported_program.h>
+#include <fx/passes/shape_prop.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -196,6 +197,29 @@ TEST(LoadExported, RefusesMalformedFilesByName) {
     for (const auto& w : words)
       EXPECT_NE(message.find(w.get<std::string>()), std::string::npos) << file << ": " << message << "\nlacks: " << w;
   }
+}
+
+// Files the fuzzer (fuzz/pt2_fuzzer.cpp) once broke the loader with: each
+// loads or is refused, and a loaded one runs or throws fx::Error.
+TEST(LoadExported, FuzzRegressionsLoadOrFailCleanly) {
+  const fs::path dir = fs::path(FXCPP_PT2_FUZZ_CORPUS) / "regressions";
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++files;
+    try {
+      fx::ExportedProgram ep = fx::load_exported(entry.path().string());
+      std::vector<c10::IValue> inputs;
+      for (fx::Node* n : ep.graph().nodes())
+        if (const auto* m = n->meta().get<fx::passes::TensorMetadata>("tensor_meta");
+            m && n->op() == fx::Op::placeholder)
+          for (const auto& s : ep.graph_signature().input_specs)
+            if (s.name == n->name() && s.kind == fx::InputSpec::Kind::user_input)
+              inputs.emplace_back(torch::zeros(m->shape, torch::TensorOptions().dtype(m->dtype)));
+      ep.run_flat(inputs);
+    } catch (const fx::Error&) {
+    }
+  }
+  EXPECT_GE(files, 1u);
 }
 
 TEST(LoadExported, RefusesEveryTruncationWithLoadError) {
