@@ -249,6 +249,38 @@ std::thread::id capturing_thread() {
   return owner ? owner->thread : std::this_thread::get_id();
 }
 
+Recorder* recorder_here() {
+  CaptureOwner* owner = active_owner;
+  return owner ? owner->recorder : nullptr;
+}
+
+void run_nested(Recorder& inner, const std::function<void()>& body) {
+  CaptureOwner* owner = active_owner;
+  if (!owner || !owner->recorder) throw Error("capture: run_nested outside a capture");
+  if (inner.key() != owner->recorder->key()) throw Error("capture: a nested capture on another dispatch key");
+  Recorder* outer = owner->recorder;
+  struct Restore {
+    CaptureOwner& owner;
+    Recorder* outer;
+    ~Restore() {
+      std::lock_guard<std::recursive_mutex> lock(owner.mutex);
+      owner.recorder = outer;
+    }
+  } restore{*owner, outer};
+  {
+    std::lock_guard<std::recursive_mutex> lock(owner->mutex);
+    owner->recorder = &inner;
+  }
+  body();
+}
+
+void run_unrecorded(const std::function<void()>& body) {
+  Recorder* r = recorder_here();
+  if (!r) return body();
+  c10::impl::ExcludeDispatchKeyGuard off(capture_keys(r->key()));
+  body();
+}
+
 void run_recording(Recorder& recorder, const std::function<void()>& body) {
   register_fallback();
   if (active_owner)

@@ -71,6 +71,7 @@ std::string operator_name(const c10::OperatorHandle& op) {
 
 Recorder::Recorder(const CaptureOptions& options, torch::nn::Module* root)
     : options_(options),
+      root_(root),
       key_(options.decompose ? kBelowAutogradKey : kAboveAutogradKey),
       graph_(std::make_unique<Graph>()) {
   if (!root) return;
@@ -203,6 +204,25 @@ Argument Recorder::to_argument(const c10::IValue& v, const c10::TypePtr& type) {
 }
 
 // ---- recording one operator ----------------------------------------------
+
+int Recorder::free_index(const std::vector<std::string>& prefixes) const {
+  for (int i = 0;; ++i) {
+    bool taken = false;
+    for (const auto& p : prefixes) taken = taken || attrs_.count(p + std::to_string(i)) > 0;
+    if (!taken) return i;
+  }
+}
+
+Node* Recorder::subgraph(const std::string& name, std::shared_ptr<GraphModule> module) {
+  attrs_.emplace(name, GraphModule::Attr(std::move(module)));
+  return graph_->get_attr(name);
+}
+
+void Recorder::record_higher_order(const std::string& target, Args args,
+                                   const std::vector<at::Tensor>& results) {
+  Node* n = graph_->create_node(Op::call_function, Target(target), std::move(args));
+  for (size_t i = 0; i < results.size(); ++i) bind(results[i], getitem(n, static_cast<int64_t>(i)));
+}
 
 Node* Recorder::getitem(Node* n, int64_t index) {
   return graph_->create_node(Op::call_function, "operator.getitem", {n, index});

@@ -94,6 +94,20 @@ class Recorder {
   // The operator the code called last (`aten::mm`), or "" before any.
   std::string last_operator() const;
 
+  // ---- fx::cond and fx::while_loop (control_flow.cpp) ---------------------
+  const CaptureOptions& options() const { return options_; }
+  torch::nn::Module* root() const { return root_; }
+  // The node `t` is (a get_attr for a parameter or constant).
+  Argument argument_of(const at::Tensor& t) { return tensor_argument(t); }
+  // The first i for which no attribute `<prefix><i>` exists for any of the
+  // prefixes: make_fx numbers a cond's true_graph_<i> and false_graph_<i> alike.
+  int free_index(const std::vector<std::string>& prefixes) const;
+  // `module` as the attribute `name`, read by a new get_attr node.
+  Node* subgraph(const std::string& name, std::shared_ptr<GraphModule> module);
+  // A call of the higher-order operator `target` whose results are
+  // `results`: each a getitem of the call, bound to the tensor.
+  void record_higher_order(const std::string& target, Args args, const std::vector<at::Tensor>& results);
+
  private:
   struct Tracked {
     WeakImpl impl;
@@ -168,6 +182,7 @@ class Recorder {
   std::string describe(const Node* n) const;
 
   CaptureOptions options_;
+  torch::nn::Module* root_;
   c10::DispatchKey key_;
   std::unique_ptr<Graph> graph_;
   bool structured_ = false;  // some input is a list or tuple
@@ -230,6 +245,14 @@ class Recorder {
 // Runs `body` with `recorder` receiving every operator call on this thread.
 // Throws fx::Error if a capture is already running on this thread.
 void run_recording(Recorder& recorder, const std::function<void()>& body);
+// The recorder of the capture this thread runs, or nullptr.
+Recorder* recorder_here();
+// Inside a capture: runs `body` with `inner` receiving this thread's
+// operator calls (a branch of fx::cond), then the capture's recorder again.
+void run_nested(Recorder& inner, const std::function<void()>& body);
+// Inside a capture: runs `body` with its operators run but not recorded
+// (reading fx::cond's predicate, running fx::while_loop's iterations).
+void run_unrecorded(const std::function<void()>& body);
 
 // The out-of-place operator that computes what `op` (in-place or out=)
 // writes, or nullptr: add_.Tensor -> add.Tensor, add.out -> add.Tensor.

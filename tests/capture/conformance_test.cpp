@@ -3,6 +3,7 @@
 // against make_fx's (expected.json); and each captured graph, run, gives
 // what the program gives eagerly.
 #include <fx/capture.h>
+#include <fx/control_flow.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/nn.h>
@@ -63,7 +64,10 @@ void check(const std::string& name, torch::nn::Module* root, const fx::CaptureFu
   options.input_names.resize(inputs.size());
   options.functionalize = functionalize;
   auto gm = root ? fx::capture(*root, fn, clones(inputs), options) : fx::capture(fn, clones(inputs), options);
-  actual()[name] = {{"graph", gm->graph().to_string()}, {"code", gm->code()}};
+  nlohmann::json subgraphs = nlohmann::json::object();
+  for (const auto& child : gm->named_children())
+    if (auto* g = dynamic_cast<fx::GraphModule*>(child.value().get())) subgraphs[child.key()] = g->code();
+  actual()[name] = {{"graph", gm->graph().to_string()}, {"code", gm->code()}, {"subgraphs", subgraphs}};
   // The same random numbers (dropout) for both runs.
   Inputs eager_inputs = clones(inputs), graph_inputs = clones(inputs);
   torch::manual_seed(1);
@@ -239,6 +243,42 @@ TEST(CaptureConformance, OutputAliasOfAnUpdatedBase) {
     a.index({Slice(1, std::numeric_limits<int64_t>::max())}).add_(1);
     return tuple({y, a});
   });
+}
+
+// fx::cond and fx::while_loop: the branches captured as make_fx captures torch.cond's.
+TEST(CaptureConformance, CondOneOutput) {
+  check("cond_one_output", nullptr,
+        [](const Inputs& in) -> c10::IValue {
+          at::Tensor x = in[0].toTensor();
+          return fx::cond(
+              x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin()}; },
+              [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
+        },
+        {torch::randn({3, 4})});
+}
+
+TEST(CaptureConformance, CondTwoOutputs) {
+  check("cond_two_outputs", nullptr,
+        [](const Inputs& in) -> c10::IValue {
+          at::Tensor x = in[0].toTensor(), y = in[1].toTensor();
+          at::Tensor mx = x.mean(), my = y.mean();  // in Python's order (g++ evaluates `<` right to left)
+          auto out = fx::cond(
+              mx < my, [](const fx::Tensors& a) { return fx::Tensors{a[0] + a[1], a[0] * a[1]}; },
+              [](const fx::Tensors& a) { return fx::Tensors{a[0] - a[1], a[0] / a[1]}; }, {x, y});
+          return tuple({out[0].relu(), out[1]});
+        },
+        {torch::randn({3, 4}), torch::randn({3, 4})});
+}
+
+TEST(CaptureConformance, WhileLoopCounter) {
+  check("while_loop_counter", nullptr,
+        [](const Inputs& in) -> c10::IValue {
+          auto out = fx::while_loop([](const fx::Tensors& c) { return c[0] < 5; },
+                                    [](const fx::Tensors& c) { return fx::Tensors{c[0] + 1, c[1] * 2}; },
+                                    {in[0].toTensor(), in[1].toTensor()});
+          return tuple({out[0], out[1].sum()});
+        },
+        {torch::tensor(0), torch::randn({3})});
 }
 
 }  // namespace

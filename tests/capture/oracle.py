@@ -46,6 +46,9 @@ def normalize(gm, root):
     g = torch.fx.Graph()
     env = {}
     for n in old.nodes:
+        if n.op == 'get_attr' and isinstance(getattr(gm, n.target), torch.nn.Module):
+            env[n] = g.get_attr(n.target)  # a branch of cond / while_loop
+            continue
         if n.op == 'get_attr':
             t = getattr(gm, n.target)
             path = paths.get(id(t))
@@ -74,7 +77,8 @@ def main():
             fn = functionalize(fn)
         gm = make_fx(fn)(*inputs)
         g = normalize(gm, root)
-        out[name] = {'graph': str(g), 'code': g.python_code('self').src}
+        out[name] = {'graph': str(g), 'code': g.python_code('self').src,
+                     'subgraphs': {k: m.code for k, m in gm.named_children() if isinstance(m, torch.fx.GraphModule)}}
     with open(sys.argv[1], 'w') as f:
         json.dump(out, f, indent=1)
 

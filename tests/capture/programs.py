@@ -132,9 +132,35 @@ def output_alias_of_updated_base():
     return None, f, (torch.randn(4, 3),)
 
 
+def cond_one_output():
+    """torch.cond with a data-dependent predicate (fx::cond in C++)."""
+    def f(x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos() + 1, (x,))
+    return None, f, (torch.randn(3, 4),)
+
+
+def cond_two_outputs():
+    def f(x, y):
+        a, b = torch.cond(x.mean() < y.mean(), lambda x, y: (x + y, x * y), lambda x, y: (x - y, x / y), (x, y))
+        return a.relu(), b
+    return None, f, (torch.randn(3, 4), torch.randn(3, 4))
+
+
+def while_loop_counter():
+    """torch.while_loop (fx::while_loop in C++): double x until the counter reaches 5."""
+    from torch._higher_order_ops.while_loop import while_loop
+
+    def f(x, y):
+        n, z = while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, v * 2), (x, y))
+        return n, z.sum()
+    return None, f, (torch.tensor(0), torch.randn(3))
+
+
+CONTROL_FLOW = [cond_one_output, cond_two_outputs, while_loop_counter]
+
 FUNCTIONALIZED = [update_through_select, update_input_through_view, view_after_base_update,
                   split_and_nested_views, read_updated_view, output_alias_of_updated_base]
 
 PROGRAMS = {f.__name__: f for f in [functional, mlp_forward, mlp_grad, resnet18_eval, resnet18_grad,
                                     mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, encoder_layer_grad,
-                                    lstm_forward, lstm_grad] + FUNCTIONALIZED}
+                                    lstm_forward, lstm_grad] + FUNCTIONALIZED + CONTROL_FLOW}
