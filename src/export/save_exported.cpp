@@ -101,7 +101,8 @@ Json float_json(double d) {
 
 class GraphWriter {
  public:
-  explicit GraphWriter(const Graph& g) : g_(g) {}
+  // `module` owns the graph: the branches its get_attr nodes name are its submodules.
+  explicit GraphWriter(const GraphModule& module) : module_(module), g_(module.graph()) {}
 
   Json write() {
     Json inputs = Json::array(), nodes = Json::array();
@@ -112,25 +113,89 @@ class GraphWriter {
       }
     }
     for (const Node* n : g_.nodes()) {
+      if (n->op() == Op::get_attr) {
+        // A branch is written where its higher-order operator reads it.
+        if (!subgraph_of(n)) refuse(n, "a get_attr of a tensor: an exported program takes them as inputs");
+        continue;
+      }
       if (n->op() != Op::call_function) continue;
       if (is_output_getitem(n)) continue;
       nodes.push_back(node(n));
     }
     Json outputs = Json::array();
     const Node* out = g_.output_node();
-    for (const auto& a : out->args().at(0).get<Tuple>().items) outputs.push_back(output_arg(out, a));
+    // A subgraph may return one tensor (while_loop's condition), not a tuple.
+    const bool single = !out->args().at(0).is<Tuple>();
+    if (single)
+      outputs.push_back(output_arg(out, out->args().at(0)));
+    else
+      for (const auto& a : out->args().at(0).get<Tuple>().items) outputs.push_back(output_arg(out, a));
     return Json{{"inputs", inputs},
                 {"outputs", outputs},
                 {"nodes", nodes},
                 {"tensor_values", tensor_values_},
                 {"sym_int_values", Json::object()},
                 {"sym_bool_values", Json::object()},
-                {"is_single_tensor_return", false},
+                {"is_single_tensor_return", single},
                 {"custom_obj_values", Json::object()},
                 {"sym_float_values", Json::object()}};
   }
 
  private:
+  const GraphModule* subgraph_of(const Node* n) const {
+    if (!n || n->op() != Op::get_attr) return nullptr;
+    return dynamic_cast<const GraphModule*>(module_.get_submodule(n->target().str()));
+  }
+
+  // torch.ops.higher_order.cond / while_loop: positional inputs without
+  // names (serialize.py's serialize_hoo_inputs), the branches as graphs, the
+  // outputs named by their getitems.
+  Json higher_order(const Node* n) {
+    Json inputs = Json::array();
+    for (const auto& a : n->args()) {
+      Json arg;
+      if (const GraphModule* sub = subgraph_of(a.node())) {
+        arg = Json{{"as_graph", {{"name", a.node()->target().str()}, {"graph", GraphWriter(*sub).write()}}}};
+      } else if (a.node()) {
+        arg = Json{{"as_tensor", {{"name", a.node()->name()}}}};
+      } else if (a.is<Tuple>() || a.is<List>()) {
+        const auto& items = a.is<Tuple>() ? a.get<Tuple>().items : a.get<List>().items;
+        Json names = Json::array();
+        for (const auto& x : items) {
+          if (!x.node()) refuse(n, "an operand that is not a tensor");
+          names.push_back(Json{{"name", x.node()->name()}});
+        }
+        arg = Json{{"as_tensors", names}};
+      } else {
+        refuse(n, "an argument of kind " + std::string(a.kind_name()) + " to a higher-order operator");
+      }
+      inputs.push_back(Json{{"name", ""}, {"arg", arg}, {"kind", 1}});
+    }
+    std::vector<const Node*> items;
+    for (const Node* u : n->users()) {
+      if (u->target() != "operator.getitem" || !u->args().at(1).is<int64_t>())
+        refuse(u, "reads the operator's result other than by index");
+      const auto i = static_cast<size_t>(u->args()[1].get<int64_t>());
+      if (items.size() <= i) items.resize(i + 1, nullptr);
+      items[i] = u;
+    }
+    Json outputs = Json::array();
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i])
+        refuse(n, "output " + std::to_string(i) + " is never read; torch.export names every output");
+      value_meta(items[i], items[i]->name());
+      outputs.push_back(Json{{"as_tensor", {{"name", items[i]->name()}}}});
+    }
+    Json metadata = Json::object();
+    if (auto st = n->stack_trace()) metadata["stack_trace"] = *st;
+    return Json{{"target", n->target().str()},
+                {"inputs", inputs},
+                {"outputs", outputs},
+                {"metadata", metadata},
+                {"is_hop_single_tensor_return", false},
+                {"name", n->name()}};
+  }
+
   // A getitem of a multi-output operator: torch.export writes it as one of
   // that operator's outputs, not as a node.
   static bool is_output_getitem(const Node* n) {
@@ -311,6 +376,7 @@ class GraphWriter {
   }
 
   Json node(const Node* n) {
+    if (n->target().str().rfind("torch.ops.higher_order.", 0) == 0) return higher_order(n);
     const c10::OperatorHandle* op = n->target().ops_name() ? n->target().operator_handle() : nullptr;
     if (!op) refuse(n, "its target " + n->target().str() + " is not a dispatcher operator");
     const c10::FunctionSchema& schema = op->schema();
@@ -338,6 +404,7 @@ class GraphWriter {
                 {"name", n->name()}};
   }
 
+  const GraphModule& module_;
   const Graph& g_;
   Json tensor_values_ = Json::object();
 };
@@ -416,7 +483,7 @@ Json write_payloads(const StateDict& tensors, const std::string& dir, const char
 void save_exported(const ExportedProgram& ep, const std::string& path) {
   for (const Node* n : ep.graph_module().graph().nodes())
     if (n->meta().contains("sym_sizes")) refuse(n, "symbolic sizes: fxcpp does not write them yet");
-  Json graph = GraphWriter(ep.graph_module().graph()).write();
+  Json graph = GraphWriter(ep.graph_module()).write();
   Json call_signature{{"inputs", Json::array()},
                       {"outputs", Json::array()},
                       {"in_spec", ep.in_spec()},

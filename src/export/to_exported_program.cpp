@@ -68,6 +68,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
       throw Error("to_exported_program: node '" + n->name() +
                   "' calls a module; export takes ATen graphs (fx::capture)");
     if (n->op() != Op::get_attr || by_path.count(n->target().str())) continue;
+    if (dynamic_cast<const GraphModule*>(captured.get_submodule(n->target().str()))) continue;  // a branch
     const std::string& path = n->target().str();
     const auto kind = parameters.count(path) ? InputSpec::Kind::parameter
                       : buffers.count(path)  ? InputSpec::Kind::buffer
@@ -94,6 +95,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
     (l.kind == InputSpec::Kind::constant_tensor ? constants : state_dict).emplace_back(l.path, t);
   }
   std::unordered_map<const Node*, Node*> env;
+  std::map<std::string, GraphModule::Attr> submodules;
   SpecJson args_spec = SpecJson::array();
   Argument output;
   for (Node* n : captured.graph().nodes()) {
@@ -106,7 +108,14 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
         break;
       }
       case Op::get_attr:
-        env.emplace(n, placeholder_of.at(n->target().str()));
+        if (auto* branch = dynamic_cast<GraphModule*>(captured.get_submodule(n->target().str()))) {
+          // cond's and while_loop's branches stay submodules, read by get_attr.
+          env.emplace(n, graph->node_copy(*n, [](Node*) -> Argument { return None; }));
+          submodules.emplace(n->target().str(), GraphModule::Attr(std::shared_ptr<GraphModule>(
+                                                    branch->shared_from_this(), branch)));
+        } else {
+          env.emplace(n, placeholder_of.at(n->target().str()));
+        }
         break;
       case Op::output:
         output = n->args().at(0);
@@ -139,7 +148,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
        {"children_spec",
         {{{"type", "builtins.tuple"}, {"context", "null"}, {"children_spec", args_spec}},
          {{"type", "builtins.dict"}, {"context", "[]"}, {"children_spec", SpecJson::array()}}}}}};
-  auto gm = std::make_unique<GraphModule>(std::map<std::string, GraphModule::Attr>{}, std::move(graph));
+  auto gm = std::make_unique<GraphModule>(submodules, std::move(graph));
   return ExportedProgram(std::move(gm), std::move(signature), std::move(state_dict), std::move(constants), {},
                          in_spec.dump(), SpecJson{1, out_spec}.dump());
 }
