@@ -50,7 +50,7 @@ if [ ! -f "$FXCPP_VENV/.fxcpp-complete" ]; then
   python3 -m venv --help >/dev/null 2>&1 || python=/usr/bin/python3
   "$python" -m venv "$FXCPP_VENV"
   "$FXCPP_VENV/bin/pip" install -q --disable-pip-version-check -r python/requirements.txt
-  "$FXCPP_VENV/bin/python" -c 'import torch, torchvision, transformers, tabulate, pydot' \
+  "$FXCPP_VENV/bin/python" -c 'import torch, torchvision, transformers, timm, tabulate, pydot' \
     || { echo "fxcpp setup: the venv's torch does not import" >&2; exit 1; }
   touch "$FXCPP_VENV/.fxcpp-complete"
 fi

@@ -8,7 +8,7 @@ by `fxc run` (no Python), and its outputs compared with Python's; `fxc show
 Prints one line per model and a summary (how many load and run); exits 1 if
 any model that exported fails in fxcpp. transformers models are built from
 their configs with random weights (nothing is downloaded); they are skipped
-where transformers is not installed.
+where transformers is not installed; timm models likewise.
 """
 import argparse
 import os
@@ -74,7 +74,21 @@ def transformers_model(name):
     return make
 
 
+TIMM = ['resnet18', 'efficientnet_b0', 'vit_tiny_patch16_224', 'convnext_atto', 'mobilevit_xxs', 'deit_tiny_patch16_224',
+        'regnetx_002', 'ghostnet_100', 'levit_128s', 'coat_tiny']
+
+
+def timm_model(name):
+    def make():
+        import timm
+        model = timm.create_model(name, pretrained=False).eval()  # random weights, nothing downloaded
+        size = model.default_cfg.get('input_size', (3, 224, 224))
+        return model, (torch.randn(1, *size),)
+    return make
+
+
 MODELS = {name: torchvision_model(name) for name in TORCHVISION}
+MODELS.update({f'timm.{n}': timm_model(n) for n in TIMM})
 MODELS.update({f'transformers.{n}': transformers_model(n) for n in ('bert', 'gpt2', 't5', 'vit')})
 FAST = ['resnet18', 'mobilenet_v3_small', 'transformers.bert', 'transformers.gpt2']
 
