@@ -52,9 +52,11 @@ class Node {
 
   Op op() const { return op_; }
   const std::string& name() const { return b_->name; }
-  // Renames the node. Throws fx::GraphError if `name` is not a Python
-  // identifier, is a keyword or builtin, or is taken in this graph (unlike
-  // create_node, which makes a given name unique, a rename is exact).
+  // Renames the node (torch.fx's `node.name = name`). Throws fx::GraphError
+  // if `name` is not a Python identifier, is a keyword, or is taken in this
+  // graph (unlike create_node, which makes a given name unique, a rename is
+  // exact). A builtin's name is kept in the graph and renamed in the code
+  // (`sum` is `sum_1` there), as torch.fx does.
   void set_name(std::string_view name);
   Target target() const { return b_->target; }
   // Retargets the node (FX's `node.target = F.gelu`). The name stays: torch.fx

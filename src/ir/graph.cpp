@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "namespace.h"
+#include "python_names.h"
 #include "repr.h"
 #include "target_entry.h"
 #include "visit.h"
@@ -321,11 +322,14 @@ void Node::set_name(std::string_view name) {
   if (erased_) throw GraphError("node " + quoted(this) + " was erased; it cannot be renamed");
   if (name == b_->name) return;
   std::string wanted(name);
-  if (!b_->graph->names_->claim(wanted))
+  if (!b_->graph->names_->claim_shadowing(wanted))
     throw GraphError("cannot rename node " + quoted(this) + " to '" + wanted +
-                     "': the name is taken in this graph, or is not a Python identifier, or is a keyword or "
-                     "builtin; choose another name");
-  if (detail::Namespace::normal_form(wanted) != wanted) b_->graph->names_normal_ = false;  // `x_01`
+                     "': the name is taken in this graph, or is not a Python identifier, or is a keyword; "
+                     "choose another name");
+  // `x_01`, or a builtin's name (`sum`, `input`: torch.export names a
+  // placeholder after forward's parameter): the code renames it, as torch.fx's.
+  if (detail::Namespace::normal_form(wanted) != wanted || detail::is_python_builtin(wanted))
+    b_->graph->names_normal_ = false;
   b_->name = std::move(wanted);
 }
 

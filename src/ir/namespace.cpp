@@ -131,6 +131,10 @@ bool Namespace::claim(const std::string& name) {
   return is_identifier(name) && !is_illegal(name, nullptr) && take(name);
 }
 
+bool Namespace::claim_shadowing(const std::string& name) {
+  return is_identifier(name) && !is_python_keyword(name) && take(name);
+}
+
 bool Namespace::used(std::string_view name) const { return contains(name) || is_taken_elsewhere(name); }
 
 bool Namespace::claim_legal(std::string_view name) {

@@ -50,6 +50,10 @@ class Namespace {
 
   // Takes `name` exactly; false if it is taken or not a legal name.
   bool claim(const std::string& name);
+  // Takes `name` exactly, a builtin's name too (torch.fx's `node.name = x`;
+  // code generation renames such a node); false if it is taken, a keyword
+  // or not an identifier.
+  bool claim_shadowing(const std::string& name);
 
   // Whether `obj` has a name here.
   bool has_object(const void* obj) const { return names_of_.find(obj).has_value(); }

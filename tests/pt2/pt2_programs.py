@@ -126,6 +126,10 @@ PROGRAMS = {
     'masked': lambda: (Masked(), (torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8)), {}, None, False),
     'cond': lambda: (Cond(), (torch.randn(3),), {}, None, False),
     'while_loop': lambda: (WhileLoop(), (torch.randn(3),), {}, None, False),
+    # forward(self, input): torch.export names the placeholder `input`, a
+    # builtin, which the code renames (`input_1 = input`).
+    'sequential': lambda: (torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()), (torch.randn(2, 4),), {},
+                           None, False),
     'doc_example': lambda: (DocExample(), (torch.randn(8, 4),), {}, {'x': {0: Dim('batch', min=2, max=64)}},
                             False),
 }

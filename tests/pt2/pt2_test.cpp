@@ -121,7 +121,7 @@ TEST_P(FromTorchExport, PrintsAndRunsAsTorchDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, FromTorchExport,
                          testing::Values("linear_buffer", "mutations", "dynamic", "structured", "masked", "cond",
-                                         "while_loop", "doc_example"));
+                                         "while_loop", "sequential", "doc_example"));
 
 TEST(LoadExported, RefusesSizesOutsideTheExportedRanges) {
   if (!fs::exists(kData + "/dynamic.pt2")) GTEST_SKIP() << "pt2_programs.py did not run";
