@@ -23,8 +23,8 @@
 // GraphModule submodule whose placeholders are arg0_1, arg1_1, ...; the
 // captured graph runs whichever branch its input picks, and loops as long as
 // its input says. As torch.cond asks, branches take every tensor they read
-// as an operand (a tensor they close over is not an input of the subgraph:
-// the capture refuses it by name) and do not update their operands in
+// as an operand (a tensor of the enclosing code they close over is not an
+// input of the subgraph: the capture refuses it by name) and do not update their operands in
 // place. Both branches must return as many tensors, of the same dtypes and
 // sizes, and the loop's body what it was given: fx::TraceError otherwise,
 // naming both.

@@ -28,6 +28,7 @@ struct Captured {
 // arg0_1, arg1_1, ... for the operands), as make_fx traces a branch.
 Captured capture_subgraph(Recorder& outer, const std::function<c10::IValue()>& fn, const Tensors& operands) {
   Recorder inner(outer.options(), outer.root());
+  inner.set_enclosing(&outer);
   std::vector<std::string> names;
   std::vector<c10::IValue> inputs;
   for (size_t i = 0; i < operands.size(); ++i) {

@@ -119,6 +119,10 @@ std::string Recorder::constant_name(const at::Tensor& t) {
   if (it != constants_.end()) return it->second.path;
   const std::string last =
       last_operator_ ? " (the last operator called: " + operator_name(*last_operator_) + ")" : std::string();
+  if (const Node* outer = enclosing_ ? enclosing_->node_of(t) : nullptr)
+    fail("a branch of fx::cond or fx::while_loop reads '" + outer->name() +
+         "', a value of the code around it that is not one of its operands; pass it to the branch in the "
+         "operands (torch.cond's rule: a branch's graph takes its tensors as inputs)");
   switch (made_during_capture(t)) {
     case MadeDuringCapture::on_another_thread:
       fail("a tensor made on another thread while the capture ran is used" + last +

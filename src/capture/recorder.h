@@ -104,6 +104,9 @@ class Recorder {
   int free_index(const std::vector<std::string>& prefixes) const;
   // `module` as the attribute `name`, read by a new get_attr node.
   Node* subgraph(const std::string& name, std::shared_ptr<GraphModule> module);
+  // The recorder of the code around a branch this one captures: a tensor
+  // that one has a node for, read by the branch, is a missing operand.
+  void set_enclosing(const Recorder* enclosing) { enclosing_ = enclosing; }
   // A call of the higher-order operator `target` whose results are
   // `results`: each a getitem of the call, bound to the tensor.
   void record_higher_order(const std::string& target, Args args, const std::vector<at::Tensor>& results);
@@ -183,6 +186,7 @@ class Recorder {
 
   CaptureOptions options_;
   torch::nn::Module* root_;
+  const Recorder* enclosing_ = nullptr;
   c10::DispatchKey key_;
   std::unique_ptr<Graph> graph_;
   bool structured_ = false;  // some input is a list or tuple

@@ -97,6 +97,24 @@ TEST(ControlFlow, BranchesThatDisagreeAreATraceErrorNamingBoth) {
             std::string::npos);
 }
 
+TEST(ControlFlow, ABranchThatReadsAValueItWasNotGivenIsRefusedByName) {
+  const std::string message = error_of([] {
+    fx::capture(
+        [](const Inputs& in) -> c10::IValue {
+          at::Tensor x = in[0].toTensor();
+          at::Tensor scale = x.abs() + 1;  // not an operand of the branches
+          return fx::cond(
+              x.sum() > 0, [&](const fx::Tensors& a) { return fx::Tensors{a[0] * scale}; },
+              [](const fx::Tensors& a) { return fx::Tensors{a[0]}; }, {x})[0];
+        },
+        {torch::randn({3})});
+  });
+  EXPECT_NE(message.find("a branch of fx::cond or fx::while_loop reads 'add', a value of the code around it that "
+                         "is not one of its operands"),
+            std::string::npos)
+      << message;
+}
+
 TEST(ControlFlow, WhileLoopEagerAndCaptured) {
   auto doubling = [](const Inputs& in) -> c10::IValue {
     auto out = fx::while_loop([](const fx::Tensors& c) { return c[0] < 5; },
