@@ -7,62 +7,74 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <cerrno>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "../ir/python_names.h"
 #include "../serialize/argument_json.h"
+#include "schema_enums.h"
 
 namespace fx::detail {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw LoadError(where + ": " + what);
-}
-
 const Json& field(const Json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object()) fail(where, "expected a JSON object, got " + std::string(obj.type_name()));
+  if (!obj.is_object()) load_error(where, "expected a JSON object, got " + std::string(obj.type_name()));
   auto it = obj.find(key);
-  if (it == obj.end()) fail(where, std::string("missing \"") + key + "\"");
+  if (it == obj.end()) load_error(where, std::string("missing \"") + key + "\"");
   return *it;
 }
 
 const Json& array_field(const Json& obj, const char* key, const std::string& where) {
   const Json& v = field(obj, key, where);
-  if (!v.is_array()) fail(where + "." + key, "expected an array, got " + std::string(v.type_name()));
+  if (!v.is_array()) load_error(where + "." + key, "expected an array, got " + std::string(v.type_name()));
   return v;
 }
 
 const std::string& as_string(const Json& v, const std::string& where) {
-  if (!v.is_string()) fail(where, "expected a string, got " + std::string(v.type_name()));
+  if (!v.is_string()) load_error(where, "expected a string, got " + std::string(v.type_name()));
   return v.get_ref<const std::string&>();
 }
 
 int64_t as_int(const Json& v, const std::string& where) {
-  if (!v.is_number_integer()) fail(where, "expected an integer, got " + std::string(v.type_name()));
+  if (!v.is_number_integer()) load_error(where, "expected an integer, got " + std::string(v.type_name()));
   return v.get<int64_t>();
 }
 
-double as_float(const Json& v, const std::string& where) { return export_float(v, where); }
+// A float: a JSON number, or the string torch.export writes for a float
+// JSON has no number for ("Infinity", "-Infinity", "NaN": attention masks
+// hold -inf).
+double as_float(const Json& v, const std::string& where) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  }
+  load_error(where, "expected a number, got " + std::string(v.type_name()));
+}
 
 bool as_bool(const Json& v, const std::string& where) {
-  if (!v.is_boolean()) fail(where, "expected true or false, got " + std::string(v.type_name()));
+  if (!v.is_boolean()) load_error(where, "expected true or false, got " + std::string(v.type_name()));
   return v.get<bool>();
 }
 
 // A union (schema.py's _Union) is an object with exactly one key: its kind.
 std::pair<std::string, const Json*> union_of(const Json& j, const std::string& where) {
   if (!j.is_object() || j.size() != 1)
-    fail(where,
-         "expected an object with one key (a schema union), got " + std::string(j.dump()).substr(0, 80));
+    load_error(where, "expected an object with one key (a schema union), got " +
+                          std::string(j.dump()).substr(0, 80));
   return {j.begin().key(), &j.begin().value()};
 }
 
 // torch.export writes SymInt arguments as {"as_name": ...} or {"as_int": ...}.
 std::string sym_name(const Json& j, const std::string& where) {
   auto [kind, v] = union_of(j, where);
-  if (kind != "as_name") fail(where, "expected a named symbolic value (\"as_name\"), got \"" + kind + "\"");
+  if (kind != "as_name")
+    load_error(where, "expected a named symbolic value (\"as_name\"), got \"" + kind + "\"");
   return as_string(*v, where + ".as_name");
 }
 
@@ -79,13 +91,9 @@ std::string symbol_of(const std::string& expr) {
 // The operators torch.export writes with positional inputs and no schema
 // (serialize.py's _SYM_OPS), by their names in the file.
 bool is_sym_op(std::string_view target) {
-  static const std::unordered_map<std::string_view, bool> kOps = [] {
-    std::unordered_map<std::string_view, bool> m;
-    for (std::string_view op : {"eq", "ne", "le", "ge", "lt", "gt", "neg", "pos", "mul", "add", "sub",
-                                "floordiv", "mod", "pow", "truediv", "and_", "or_", "lshift", "rshift"})
-      m.emplace(op, true);
-    return m;
-  }();
+  static const std::unordered_set<std::string_view> kOps = {
+      "eq",  "ne",       "le",  "ge",  "lt",      "gt",   "neg", "pos",    "mul",   "add",
+      "sub", "floordiv", "mod", "pow", "truediv", "and_", "or_", "lshift", "rshift"};
   if (target.rfind("_operator.", 0) == 0) return kOps.count(target.substr(10)) > 0;
   return target == "math.trunc" || target == "torch.sym_not" || target == "torch.sym_int" ||
          target == "torch.sym_float" || target == "torch.sym_ite" || target == "torch.sym_max" ||
@@ -117,7 +125,7 @@ class Reader {
     } catch (const LoadError&) {
       throw;
     } catch (const Error& e) {
-      fail(where_, std::string("the graph does not make a GraphModule: ") + e.what());
+      load_error(where_, std::string("the graph does not make a GraphModule: ") + e.what());
     }
   }
 
@@ -126,7 +134,7 @@ class Reader {
   // only matter to FakeTensor propagation, which fxcpp does not redo.
   void read_values(const Json& g) {
     const Json& tv = field(g, "tensor_values", where_);
-    if (!tv.is_object()) fail(where_ + ".tensor_values", "expected an object");
+    if (!tv.is_object()) load_error(where_ + ".tensor_values", "expected an object");
     for (auto it = tv.begin(); it != tv.end(); ++it) tensor_values_.emplace(it.key(), &it.value());
   }
 
@@ -139,29 +147,28 @@ class Reader {
     std::vector<std::string> sizes = export_sym_sizes(field(tm, "sizes", where), where + ".sizes");
     std::vector<std::string> strides = export_sym_sizes(field(tm, "strides", where), where + ".strides");
     if (sizes.size() != strides.size())
-      fail(where, std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
+      load_error(where,
+                 std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
     std::vector<int64_t> shape, stride;
     bool is_static = true;
     for (size_t d = 0; d < sizes.size() && is_static; ++d) {
-      char* end = nullptr;
-      shape.push_back(std::strtoll(sizes[d].c_str(), &end, 10));
-      is_static = *end == '\0' && !sizes[d].empty();
-      stride.push_back(std::strtoll(strides[d].c_str(), &end, 10));
-      is_static = is_static && *end == '\0' && !strides[d].empty();
+      auto size = static_size(sizes[d]), step = static_size(strides[d]);
+      is_static = size && step;
+      if (is_static) shape.push_back(*size), stride.push_back(*step);
     }
     if (!is_static) {
       n->meta().set("sym_sizes", std::move(sizes));
       return;
     }
     for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] < 0 || stride[d] < 0) fail(where, "a negative size or stride");
+      if (shape[d] < 0 || stride[d] < 0) load_error(where, "a negative size or stride");
     // A tensor on the meta device has the layout and no storage: ShapeProp's
     // extract_tensor_metadata reads its memory format as from any tensor.
     at::Tensor t;
     try {
       t = at::empty_strided(shape, stride, at::TensorOptions().dtype(dtype).device(at::kMeta));
     } catch (const c10::Error& e) {
-      fail(where, e.what_without_backtrace());
+      load_error(where, e.what_without_backtrace());
     }
     passes::TensorMetadata m = passes::extract_tensor_metadata(t);
     m.requires_grad = as_bool(field(tm, "requires_grad", where), where + ".requires_grad");
@@ -170,12 +177,13 @@ class Reader {
 
   // Registers `n` under `name`, renaming it exactly (serialize.py's sync_fx_node).
   void sync(const std::string& name, Node* n, const std::string& where) {
-    if (by_name_.count(name)) fail(where, "a second value named '" + name + "' (value names are unique)");
+    if (by_name_.count(name))
+      load_error(where, "a second value named '" + name + "' (value names are unique)");
     if (n->name() != name) {
       try {
         n->set_name(name);
       } catch (const Error& e) {
-        fail(where, e.what());
+        load_error(where, e.what());
       }
     }
     by_name_.emplace(name, n);
@@ -184,7 +192,7 @@ class Reader {
 
   Node* lookup(const std::string& name, const std::string& where) const {
     auto it = by_name_.find(name);
-    if (it == by_name_.end()) fail(where, "'" + name + "' names no value defined before this point");
+    if (it == by_name_.end()) load_error(where, "'" + name + "' names no value defined before this point");
     return it->second;
   }
 
@@ -203,15 +211,15 @@ class Reader {
       by_name_.emplace(n->name(), n);
       return;
     } else if (kind == "as_custom_obj") {
-      fail(where, "a TorchScript custom object input (torch.ScriptObject): fxcpp has no such objects");
+      load_error(where, "a TorchScript custom object input (torch.ScriptObject): fxcpp has no such objects");
     } else {
-      fail(where, "an input of kind \"" + kind + "\" (expected as_tensor or as_sym_int)");
+      load_error(where, "an input of kind \"" + kind + "\" (expected as_tensor or as_sym_int)");
     }
     Node* n = nullptr;
     try {
       n = graph_->placeholder(name);
     } catch (const Error& e) {
-      fail(where, e.what());
+      load_error(where, e.what());
     }
     sync(name, n, where);
   }
@@ -226,12 +234,12 @@ class Reader {
     if (kind == "as_int") return as_int(*v, where + ".as_int");
     if (kind == "as_float") return as_float(*v, where + ".as_float");
     if (kind == "as_bool") return as_bool(*v, where + ".as_bool");
-    fail(where, "a symbolic argument of kind \"" + kind + "\"");
+    load_error(where, "a symbolic argument of kind \"" + kind + "\"");
   }
 
   template <class F>
   List list_of(const Json& v, const std::string& where, F&& item) {
-    if (!v.is_array()) fail(where, "expected an array, got " + std::string(v.type_name()));
+    if (!v.is_array()) load_error(where, "expected an array, got " + std::string(v.type_name()));
     List out;
     out.items.reserve(v.size());
     for (size_t i = 0; i < v.size(); ++i)
@@ -252,18 +260,8 @@ class Reader {
     if (kind == "as_string") return as_string(v, at);
     if (kind == "as_scalar_type") return export_scalar_type(v, at);
     if (kind == "as_memory_format") {
-      switch (as_int(v, at)) {
-        case 1:
-          return c10::MemoryFormat::Contiguous;
-        case 2:
-          return c10::MemoryFormat::ChannelsLast;
-        case 3:
-          return c10::MemoryFormat::ChannelsLast3d;
-        case 4:
-          return c10::MemoryFormat::Preserve;
-        default:
-          fail(at, "an unknown memory format " + v.dump());
-      }
+      if (auto f = memory_format_from_schema(as_int(v, at))) return *f;
+      load_error(at, "an unknown memory format " + v.dump());
     }
     if (kind == "as_layout") {
       switch (as_int(v, at)) {
@@ -282,19 +280,10 @@ class Reader {
         case 7:
           return c10::Layout::Strided;
         default:
-          fail(at, "an unknown layout " + v.dump());
+          load_error(at, "an unknown layout " + v.dump());
       }
     }
-    if (kind == "as_device") {
-      std::string device = as_string(field(v, "type", at), at + ".type");
-      if (auto idx = v.find("index"); idx != v.end() && !idx->is_null())
-        device += ":" + std::to_string(as_int(*idx, at + ".index"));
-      try {
-        return c10::Device(device);
-      } catch (const c10::Error& e) {
-        fail(at, e.what_without_backtrace());
-      }
-    }
+    if (kind == "as_device") return export_device(v, at);
     if (kind == "as_sym_int" || kind == "as_sym_float" || kind == "as_sym_bool") return sym_ref(v, at);
     if (kind == "as_tensors")
       return list_of(v, at, [&](const Json& x, const std::string& w) { return tensor_ref(x, w); });
@@ -328,30 +317,30 @@ class Reader {
             list_of(x, w, [&](const Json& y, const std::string& w2) { return tensor_ref(y, w2); }));
       });
     if (kind == "as_string_to_argument") {
-      if (!v.is_object()) fail(at, "expected an object");
+      if (!v.is_object()) load_error(at, "expected an object");
       Dict d;
       for (auto it = v.begin(); it != v.end(); ++it) {
         // One level, as torch writes them (a kernel's keyword arguments): a
         // deeper nesting would only recurse.
         if (union_of(it.value(), at + "." + it.key()).first == "as_string_to_argument")
-          fail(at + "." + it.key(), "a dict nested in a dict argument");
+          load_error(at + "." + it.key(), "a dict nested in a dict argument");
         d.items.emplace_back(it.key(), argument(it.value(), at + "." + it.key()));
       }
       return d;
     }
     if (kind == "as_graph") return subgraph(v, at);
     if (kind == "as_custom_obj")
-      fail(at, "a TorchScript custom object (torch.ScriptObject): fxcpp has no such objects");
-    if (kind == "as_complex") fail(at, "a complex constant: fxcpp's graphs hold no complex numbers");
-    if (kind == "as_operator") fail(at, "an operator as an argument: fxcpp's graphs cannot hold one");
-    fail(where, "an argument of unknown kind \"" + kind + "\"");
+      load_error(at, "a TorchScript custom object (torch.ScriptObject): fxcpp has no such objects");
+    if (kind == "as_complex") load_error(at, "a complex constant: fxcpp's graphs hold no complex numbers");
+    if (kind == "as_operator") load_error(at, "an operator as an argument: fxcpp's graphs cannot hold one");
+    load_error(where, "an argument of unknown kind \"" + kind + "\"");
   }
 
   Argument optional_tensor(const Json& j, const std::string& where) {
     auto [kind, v] = union_of(j, where);
     if (kind == "as_none") return None;
     if (kind == "as_tensor") return tensor_ref(*v, where + ".as_tensor");
-    fail(where, "an optional tensor of kind \"" + kind + "\"");
+    load_error(where, "an optional tensor of kind \"" + kind + "\"");
   }
 
   // A higher-order operator's branch or body: its own GraphModule, a
@@ -360,21 +349,21 @@ class Reader {
   Argument subgraph(const Json& v, const std::string& where) {
     const std::string& name = as_string(field(v, "name", where), where + ".name");
     if (!is_identifier(name) || is_python_keyword(name))
-      fail(where + ".name", "'" + name + "' is not a Python name");
-    if (submodules_.count(name)) fail(where + ".name", "a second subgraph named '" + name + "'");
+      load_error(where + ".name", "'" + name + "' is not a Python name");
+    if (submodules_.count(name)) load_error(where + ".name", "a second subgraph named '" + name + "'");
     // Each level is a few frames of this reader; a file nesting thousands of
     // branches would overflow the stack.
     if (depth_ >= kMaxDepth)
-      fail(where, "subgraphs nested deeper than " + std::to_string(kMaxDepth) + " levels");
+      load_error(where, "subgraphs nested deeper than " + std::to_string(kMaxDepth) + " levels");
     auto module = Reader(where + ".graph", depth_ + 1).read(field(v, "graph", where), {});
     submodules_.emplace(name, GraphModule::Attr(std::shared_ptr<GraphModule>(std::move(module))));
     Node* n = nullptr;
     try {
       n = graph_->create_node(Op::get_attr, Target(name), {}, {}, name);
     } catch (const Error& e) {
-      fail(where, e.what());
+      load_error(where, e.what());
     }
-    if (n->name() != name) fail(where, "the name '" + name + "' is taken by a value of the graph");
+    if (n->name() != name) load_error(where, "the name '" + name + "' is taken by a value of the graph");
     pending_hop_args_.push_back(n);
     return n;
   }
@@ -411,27 +400,27 @@ class Reader {
     } else if (serialized.rfind("torch.ops.", 0) == 0) {
       const c10::OperatorHandle* op = target.ops_name() ? target.operator_handle() : nullptr;
       if (!op)
-        fail(where + ".target",
-             "unknown operator " + serialized +
-                 ": no such operator is registered with the dispatcher (a custom op must be "
-                 "registered, by loading its library, before the file is read)");
+        load_error(where + ".target",
+                   "unknown operator " + serialized +
+                       ": no such operator is registered with the dispatcher (a custom op must be "
+                       "registered, by loading its library, before the file is read)");
       bind_schema(op->schema(), inputs, where, args, kwargs);
       if (name.empty() && op->schema().returns().size() == 1 &&
           op->schema().returns()[0].real_type()->kind() == c10::TypeKind::TensorType && outputs.size() == 1)
         if (auto [k, v] = union_of(outputs[0], where + ".outputs[0]"); k == "as_tensor")
           name = as_string(field(*v, "name", where), where + ".outputs[0].as_tensor.name");
     } else {
-      fail(where + ".target",
-           "unknown target " + serialized +
-               " (fxcpp reads torch.ops operators, higher-order operators and the symbolic "
-               "integer operators)");
+      load_error(where + ".target",
+                 "unknown target " + serialized +
+                     " (fxcpp reads torch.ops operators, higher-order operators and the symbolic "
+                     "integer operators)");
     }
     Node* n = nullptr;
     try {
       n = graph_->create_node(Op::call_function, target, std::move(args), std::move(kwargs),
                               name.empty() ? std::nullopt : std::optional(name));
     } catch (const Error& e) {
-      fail(where, e.what());
+      load_error(where, e.what());
     }
     const Json* metadata = nullptr;
     if (auto m = nj.find("metadata"); m != nj.end() && m->is_object()) metadata = &*m;
@@ -466,7 +455,8 @@ class Reader {
       auto it = given.find(sa.name());
       if (it == given.end()) {
         if (!sa.default_value() && !sa.kwarg_only())
-          fail(where, "the operator's argument '" + sa.name() + "' is missing (" + toString(schema) + ")");
+          load_error(where,
+                     "the operator's argument '" + sa.name() + "' is missing (" + toString(schema) + ")");
         continue;
       }
       const std::string w = where + ".inputs['" + sa.name() + "']";
@@ -489,7 +479,7 @@ class Reader {
     try {
       g = graph_->create_node(Op::call_function, Target("operator.getitem"), {of, index}, {}, name);
     } catch (const Error& e) {
-      fail(where, e.what());
+      load_error(where, e.what());
     }
     if (auto st = of->stack_trace()) g->set_stack_trace(*st);
     return g;
@@ -514,7 +504,7 @@ class Reader {
         const std::string name = sym_name(*v, w + "." + kind);
         sync(name, getitem(of, idx, name, w), w);
       } else if (kind == "as_tensors") {
-        if (!v->is_array()) fail(w + ".as_tensors", "expected an array");
+        if (!v->is_array()) load_error(w + ".as_tensors", "expected an array");
         Node* list = getitem(of, idx, std::nullopt, w);
         for (size_t k = 0; k < v->size(); ++k) {
           const std::string wk = w + ".as_tensors[" + std::to_string(k) + "]";
@@ -524,7 +514,7 @@ class Reader {
       } else if (kind == "as_none") {
         getitem(of, idx, "as_none", w);
       } else {
-        fail(w, "an output of kind \"" + kind + "\"");
+        load_error(w, "an output of kind \"" + kind + "\"");
       }
     }
   }
@@ -569,8 +559,8 @@ class Reader {
     by_name_.emplace(n->name(), n);
     if (outputs.size() == 1) {
       if (kind0 != "as_tensors")
-        fail(w + "[0]", "a single output of kind \"" + kind0 + "\" (expected as_tensors)");
-      if (!v0->is_array()) fail(w + "[0].as_tensors", "expected an array");
+        load_error(w + "[0]", "a single output of kind \"" + kind0 + "\" (expected as_tensors)");
+      if (!v0->is_array()) load_error(w + "[0].as_tensors", "expected an array");
       getitems(n, *v0, w + "[0].as_tensors", /*tensor_arguments=*/true);
     } else {
       getitems(n, outputs, w);
@@ -590,12 +580,13 @@ class Reader {
       else if (kind == "as_int" || kind == "as_float" || kind == "as_bool" || kind == "as_none")
         items.push_back(argument(outs[i], w));
       else
-        fail(w, "an output of kind \"" + kind + "\"");
+        load_error(w, "an output of kind \"" + kind + "\"");
     }
     bool single = false;
     if (auto s = g.find("is_single_tensor_return"); s != g.end() && s->is_boolean()) single = s->get<bool>();
     if (single && items.size() != 1)
-      fail(where_ + ".outputs", "a single-tensor return with " + std::to_string(items.size()) + " outputs");
+      load_error(where_ + ".outputs",
+                 "a single-tensor return with " + std::to_string(items.size()) + " outputs");
     graph_->output(single ? items[0] : Argument(Tuple{std::move(items)}));
   }
 
@@ -611,69 +602,22 @@ class Reader {
 
 }  // namespace
 
-double export_float(const Json& v, const std::string& where) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    if (s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  }
-  fail(where, "expected a number, got " + std::string(v.type_name()));
+c10::ScalarType export_scalar_type(const Json& j, const std::string& where) {
+  if (auto t = scalar_type_from_schema(as_int(j, where))) return *t;
+  load_error(where, "an unknown dtype number " + j.dump() + " (torch.export's ScalarType)");
 }
 
-c10::ScalarType export_scalar_type(const Json& j, const std::string& where) {
-  using S = c10::ScalarType;
-  switch (as_int(j, where)) {
-    case 1:
-      return S::Byte;
-    case 2:
-      return S::Char;
-    case 3:
-      return S::Short;
-    case 4:
-      return S::Int;
-    case 5:
-      return S::Long;
-    case 6:
-      return S::Half;
-    case 7:
-      return S::Float;
-    case 8:
-      return S::Double;
-    case 9:
-      return S::ComplexHalf;
-    case 10:
-      return S::ComplexFloat;
-    case 11:
-      return S::ComplexDouble;
-    case 12:
-      return S::Bool;
-    case 13:
-      return S::BFloat16;
-    case 28:
-      return S::UInt16;
-    case 29:
-      return S::Float8_e4m3fn;
-    case 30:
-      return S::Float8_e5m2;
-    case 31:
-      return S::Float8_e4m3fnuz;
-    case 32:
-      return S::Float8_e5m2fnuz;
-    case 33:
-      return S::Float8_e8m0fnu;
-    case 34:
-      return S::UInt32;
-    case 35:
-      return S::UInt64;
-    default:
-      fail(where, "an unknown dtype number " + j.dump() + " (torch.export's ScalarType)");
-  }
+std::optional<int64_t> static_size(const std::string& size) {
+  if (size.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(size.c_str(), &end, 10);
+  if (*end != '\0' || errno == ERANGE) return std::nullopt;
+  return v;
 }
 
 std::vector<std::string> export_sym_sizes(const Json& sizes, const std::string& where) {
-  if (!sizes.is_array()) fail(where, "expected an array, got " + std::string(sizes.type_name()));
+  if (!sizes.is_array()) load_error(where, "expected an array, got " + std::string(sizes.type_name()));
   std::vector<std::string> out;
   for (size_t d = 0; d < sizes.size(); ++d) {
     const std::string w = where + "[" + std::to_string(d) + "]";
@@ -683,9 +627,20 @@ std::vector<std::string> export_sym_sizes(const Json& sizes, const std::string& 
     else if (kind == "as_expr")
       out.push_back(symbol_of(as_string(field(*v, "expr_str", w + ".as_expr"), w + ".as_expr.expr_str")));
     else
-      fail(w, "a size of kind \"" + kind + "\"");
+      load_error(w, "a size of kind \"" + kind + "\"");
   }
   return out;
+}
+
+c10::Device export_device(const Json& j, const std::string& where) {
+  std::string device = as_string(field(j, "type", where), where + ".type");
+  if (auto idx = j.find("index"); idx != j.end() && !idx->is_null())
+    device += ":" + std::to_string(as_int(*idx, where + ".index"));
+  try {
+    return c10::Device(device);
+  } catch (const c10::Error& e) {
+    load_error(where, e.what_without_backtrace());
+  }
 }
 
 std::unique_ptr<GraphModule> graph_module_from_export(const Json& g, const std::string& where,

@@ -7,28 +7,28 @@
 
 #include <fx/graph_module.h>
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "../serialize/argument_json.h"  // Json, load_error
+
 namespace fx::detail {
-
-using Json = nlohmann::ordered_json;
-
-// A float argument: a JSON number, or the string torch.export writes for a
-// float JSON has no number for ("Infinity", "-Infinity", "NaN": attention
-// masks hold -inf).
-double export_float(const Json& j, const std::string& where);
 
 // torch.export's ScalarType enum (schema.py) as c10's; throws fx::LoadError
 // naming `where` for a number that names no dtype.
 c10::ScalarType export_scalar_type(const Json& j, const std::string& where);
 
+// A Device ({"type": "cpu", "index": null}) as c10's; fx::LoadError naming
+// `where` for a device c10 does not know.
+c10::Device export_device(const Json& j, const std::string& where);
+
 // A serialized TensorMeta's sizes and strides as a symbolic size each: a
 // number, a symbol (`s77`), or, for a composite expression, sympy's srepr as
 // the file has it.
 std::vector<std::string> export_sym_sizes(const Json& sizes, const std::string& where);
+// One of those sizes as a number, or nullopt for a symbol or expression.
+std::optional<int64_t> static_size(const std::string& size);
 
 // Builds the graph `g` (schema Graph) into a GraphModule. `input_names`
 // names the placeholders of constant inputs (the signature's names); it may

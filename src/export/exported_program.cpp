@@ -4,13 +4,11 @@
 
 #include <fx/passes/shape_prop.h>
 
-#include <ATen/core/Dict.h>
 #include <c10/core/GradMode.h>
-
-#include <nlohmann/json.hpp>
 
 #include <unordered_map>
 
+#include "export_graph.h"
 #include "tree_spec_json.h"
 
 namespace fx {
@@ -93,7 +91,6 @@ struct ExportedProgram::Specs {
     std::string symbol;  // empty: an expression fxcpp does not check
   };
   struct Input {
-    size_t placeholder = 0;  // position among the graph's inputs
     std::string name;
     bool is_tensor = false;
     std::optional<std::vector<Dim>> dims;  // unknown when the file gave no metadata
@@ -101,6 +98,14 @@ struct ExportedProgram::Specs {
   std::vector<Input> user_inputs;
   // Per placeholder: the lifted tensor, or nothing for a user input.
   std::vector<std::optional<at::Tensor>> lifted;
+  // Per output spec that writes back (a mutation): the lifted tensor it
+  // writes, or the user input (its position among them); nothing when no
+  // input has the name it gives.
+  struct WriteBack {
+    std::optional<at::Tensor> lifted;
+    std::optional<size_t> user_input;
+  };
+  std::vector<WriteBack> write_backs;
   detail::PyTreeSpec in_spec, out_spec;
   std::string in_spec_text, out_spec_text;
 };
@@ -121,10 +126,15 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
   if (placeholders.size() != signature_.input_specs.size())
     throw LoadError("the graph signature has " + std::to_string(signature_.input_specs.size()) +
                     " input specs for " + std::to_string(placeholders.size()) + " placeholders");
-  auto find = [](const StateDict& d, const std::string& key) -> const at::Tensor* {
-    for (const auto& [k, t] : d)
-      if (k == key) return &t;
-    return nullptr;
+  auto index = [](const StateDict& d) {
+    std::unordered_map<std::string_view, const at::Tensor*> by_key;
+    for (const auto& [k, t] : d) by_key.emplace(k, &t);  // the first of a repeated key, as a search finds
+    return by_key;
+  };
+  const auto weights = index(state_dict_), constant_tensors = index(constants_);
+  auto find = [](const auto& by_key, const std::string& key) -> const at::Tensor* {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? nullptr : it->second;
   };
   for (size_t i = 0; i < placeholders.size(); ++i) {
     const InputSpec& spec = signature_.input_specs[i];
@@ -134,7 +144,7 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
     switch (spec.kind) {
       case InputSpec::Kind::user_input:
       case InputSpec::Kind::constant_input: {
-        Specs::Input in{i, spec.name, false, std::nullopt};
+        Specs::Input in{spec.name, false, std::nullopt};
         if (const auto* m = placeholders[i]->meta().get<passes::TensorMetadata>("tensor_meta")) {
           in.is_tensor = true;
           in.dims.emplace();
@@ -143,11 +153,8 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
           in.is_tensor = true;
           in.dims.emplace();
           for (const std::string& s : *sizes) {
-            Specs::Dim d;
-            if (!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-              d.size = std::stoll(s);
-            else if (range_constraints_.count(s))
-              d.symbol = s;
+            Specs::Dim d{detail::static_size(s), {}};
+            if (!d.size && range_constraints_.count(s)) d.symbol = s;
             in.dims->push_back(d);
           }
         }
@@ -160,10 +167,10 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
       case InputSpec::Kind::constant_tensor: {
         const at::Tensor* t = spec.kind == InputSpec::Kind::parameter ||
                                       (spec.kind == InputSpec::Kind::buffer && spec.persistent)
-                                  ? find(state_dict_, spec.target)
-                                  : find(constants_, spec.target);
+                                  ? find(weights, spec.target)
+                                  : find(constant_tensors, spec.target);
         if (!t && spec.kind == InputSpec::Kind::buffer)
-          t = find(spec.persistent ? constants_ : state_dict_, spec.target);
+          t = find(spec.persistent ? constant_tensors : weights, spec.target);
         if (!t)
           throw LoadError("input '" + spec.name + "' is " + kind_name(spec.kind) + " '" + spec.target +
                           "', which the file's weights and constants do not hold");
@@ -173,6 +180,25 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
       default:
         throw LoadError(std::string("input '") + spec.name + "' is a " + kind_name(spec.kind) +
                         " input, which fxcpp does not run");
+    }
+  }
+  for (const OutputSpec& out : signature_.output_specs) {
+    Specs::WriteBack& wb = specs_->write_backs.emplace_back();
+    const bool input = out.kind == OutputSpec::Kind::user_input_mutation;
+    if (!input && out.kind != OutputSpec::Kind::buffer_mutation &&
+        out.kind != OutputSpec::Kind::parameter_mutation)
+      continue;
+    size_t user = 0;
+    for (size_t k = 0; k < signature_.input_specs.size(); ++k) {
+      const InputSpec& in = signature_.input_specs[k];
+      if (input ? in.name == out.target : in.target == out.target) {
+        if (specs_->lifted[k])
+          wb.lifted = specs_->lifted[k];
+        else
+          wb.user_input = user;
+        break;
+      }
+      if (!specs_->lifted[k]) ++user;
     }
   }
   specs_->in_spec = detail::parse_tree_spec(in_spec, "in_spec");
@@ -257,21 +283,12 @@ c10::IValue ExportedProgram::run_flat(std::vector<c10::IValue> flat) {
       case OutputSpec::Kind::user_input_mutation: {
         // The functional graph returns the new value; the module's state (or
         // the caller's tensor) takes it, as torch.export's unlifted module does.
+        const Specs::WriteBack& wb = specs.write_backs[i];
         at::Tensor target;
-        for (size_t k = 0; k < signature_.input_specs.size(); ++k) {
-          const InputSpec& in = signature_.input_specs[k];
-          const bool same = spec.kind == OutputSpec::Kind::user_input_mutation ? in.name == spec.target
-                                                                               : in.target == spec.target;
-          if (!same) continue;
-          if (specs.lifted[k]) {
-            target = *specs.lifted[k];
-          } else {
-            size_t user = 0;
-            for (size_t u = 0; u < k; ++u) user += specs.lifted[u] ? 0 : 1;
-            if (flat[user].isTensor()) target = flat[user].toTensor();
-          }
-          break;
-        }
+        if (wb.lifted)
+          target = *wb.lifted;
+        else if (wb.user_input && flat[*wb.user_input].isTensor())
+          target = flat[*wb.user_input].toTensor();
         if (!target.defined() || !outputs[i].isTensor())
           throw Error("ExportedProgram.run: output '" + spec.name + "' mutates '" + spec.target +
                       "', which is no input of the program");

@@ -11,7 +11,6 @@
 // offset; payloads of one storage share a record, so aliases stay aliases.
 #include <fx/exported_program.h>
 
-#include <c10/core/GradMode.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/istream_adapter.h>
 
@@ -51,7 +50,7 @@ class Pt2Reader {
     std::vector<std::string> input_names;
     for (const auto& in : signature.input_specs) input_names.push_back(in.name);
     std::unique_ptr<GraphModule> module = detail::graph_module_from_export(
-        field(gm, "graph", "graph_module"), name_ + ": " + model_file + ": graph_module.graph", input_names);
+        field(gm, "graph", "graph_module"), place("graph_module.graph"), input_names);
     where_.clear();
     StateDict weights = read_payloads("data/weights/", model + "_weights_config.json", model);
     StateDict constants = read_payloads("data/constants/", model + "_constants_config.json", model);
@@ -68,10 +67,14 @@ class Pt2Reader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+  // `<file>: <record>: <where>`, the place an error names.
+  std::string place(const std::string& where) const {
     std::string at = where_;
     if (!where.empty()) at += (at.empty() ? "" : ": ") + where;
-    throw LoadError(name_ + ": " + (at.empty() ? "" : at + ": ") + what);
+    return name_ + (at.empty() ? "" : ": " + at);
+  }
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw LoadError(place(where) + ": " + what);
   }
 
   const Json& field(const Json& obj, const char* key, const std::string& where) const {
@@ -232,15 +235,13 @@ class Pt2Reader {
     const Json& tm = field(meta, "tensor_meta", w);
     if (tm.is_null()) fail(w + ".tensor_meta", "missing for a plain tensor");
     const std::string wt = w + ".tensor_meta";
-    const c10::ScalarType dtype = detail::export_scalar_type(field(tm, "dtype", wt), wt + ".dtype");
+    const c10::ScalarType dtype = detail::export_scalar_type(field(tm, "dtype", wt), place(wt + ".dtype"));
     auto ints = [&](const Json& j, const std::string& wj) {
       std::vector<int64_t> out;
-      for (const std::string& s : detail::export_sym_sizes(j, wj)) {
-        char* end = nullptr;
-        const long long v = std::strtoll(s.c_str(), &end, 10);
-        if (s.empty() || *end != '\0' || v < 0)
-          fail(wj, "a symbolic or negative size '" + s + "' in a weight");
-        out.push_back(v);
+      for (const std::string& s : detail::export_sym_sizes(j, place(wj))) {
+        const std::optional<int64_t> v = detail::static_size(s);
+        if (!v || *v < 0) fail(wj, "a symbolic or negative size '" + s + "' in a weight");
+        out.push_back(*v);
       }
       return out;
     };
@@ -280,16 +281,12 @@ class Pt2Reader {
                    std::to_string(numel_in_record));
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(dtype));
     t.set_(storage, offset[0], sizes, strides);
-    const Json& device = field(tm, "device", wt);
-    const std::string& type = string_field(device, "type", wt + ".device");
-    if (type != "cpu") {
-      std::string d = type;
-      if (auto idx = device.find("index"); idx != device.end() && idx->is_number_integer())
-        d += ":" + std::to_string(idx->get<int64_t>());
+    const c10::Device device = detail::export_device(field(tm, "device", wt), place(wt + ".device"));
+    if (!device.is_cpu()) {
       try {
-        t = t.to(c10::Device(d));
+        t = t.to(device);
       } catch (const c10::Error& e) {
-        fail(w, "'" + key + "' was exported on " + d +
+        fail(w, "'" + key + "' was exported on " + device.str() +
                     ", which this process cannot use: " + e.what_without_backtrace());
       }
     }

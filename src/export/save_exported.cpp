@@ -16,6 +16,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "schema_enums.h"
+
 namespace fx {
 
 namespace {
@@ -26,54 +28,14 @@ using Json = nlohmann::ordered_json;
   throw Error("save_exported: node '" + n->name() + "': " + what);
 }
 
-int64_t schema_scalar_type(c10::ScalarType t) {
-  using S = c10::ScalarType;
-  switch (t) {
-    case S::Byte:
-      return 1;
-    case S::Char:
-      return 2;
-    case S::Short:
-      return 3;
-    case S::Int:
-      return 4;
-    case S::Long:
-      return 5;
-    case S::Half:
-      return 6;
-    case S::Float:
-      return 7;
-    case S::Double:
-      return 8;
-    case S::ComplexHalf:
-      return 9;
-    case S::ComplexFloat:
-      return 10;
-    case S::ComplexDouble:
-      return 11;
-    case S::Bool:
-      return 12;
-    case S::BFloat16:
-      return 13;
-    case S::UInt16:
-      return 28;
-    case S::Float8_e4m3fn:
-      return 29;
-    case S::Float8_e5m2:
-      return 30;
-    case S::Float8_e4m3fnuz:
-      return 31;
-    case S::Float8_e5m2fnuz:
-      return 32;
-    case S::Float8_e8m0fnu:
-      return 33;
-    case S::UInt32:
-      return 34;
-    case S::UInt64:
-      return 35;
-    default:
-      throw Error(std::string("save_exported: torch.export has no ScalarType for ") + c10::toString(t));
-  }
+int64_t scalar_type_number(c10::ScalarType t) {
+  if (auto n = detail::schema_scalar_type(t)) return *n;
+  throw Error(std::string("save_exported: torch.export has no ScalarType for ") + c10::toString(t));
+}
+
+Json device_json(const c10::Device& d) {
+  return Json{{"type", c10::DeviceTypeName(d.type(), true)},
+              {"index", d.has_index() ? Json(d.index()) : Json(nullptr)}};
 }
 
 Json ints_of(const std::vector<int64_t>& v) {
@@ -82,11 +44,11 @@ Json ints_of(const std::vector<int64_t>& v) {
   return out;
 }
 
-Json tensor_meta_json(const passes::TensorMetadata& m, const std::string& device = "cpu") {
-  return Json{{"dtype", schema_scalar_type(m.dtype)},
+Json tensor_meta_json(const passes::TensorMetadata& m, const c10::Device& device = at::kCPU) {
+  return Json{{"dtype", scalar_type_number(m.dtype)},
               {"sizes", ints_of(m.shape)},
               {"requires_grad", m.requires_grad},
-              {"device", {{"type", device}, {"index", nullptr}}},
+              {"device", device_json(device)},
               {"strides", ints_of(m.stride)},
               {"storage_offset", {{"as_int", 0}}},
               {"layout", 7}};
@@ -237,7 +199,7 @@ class GraphWriter {
     if (a.is<double>()) return Json{{"as_float", float_json(a.get<double>())}};
     if (a.is<std::string>()) return Json{{"as_string", a.get<std::string>()}};
     if (a.is<c10::ScalarType>())
-      return Json{{"as_scalar_type", schema_scalar_type(a.get<c10::ScalarType>())}};
+      return Json{{"as_scalar_type", scalar_type_number(a.get<c10::ScalarType>())}};
     if (a.is<c10::Layout>()) {
       switch (a.get<c10::Layout>()) {
         case c10::Layout::Strided:
@@ -249,25 +211,11 @@ class GraphWriter {
       }
     }
     if (a.is<c10::MemoryFormat>()) {
-      switch (a.get<c10::MemoryFormat>()) {
-        case c10::MemoryFormat::Contiguous:
-          return Json{{"as_memory_format", 1}};
-        case c10::MemoryFormat::ChannelsLast:
-          return Json{{"as_memory_format", 2}};
-        case c10::MemoryFormat::ChannelsLast3d:
-          return Json{{"as_memory_format", 3}};
-        case c10::MemoryFormat::Preserve:
-          return Json{{"as_memory_format", 4}};
-        default:
-          refuse(n, "an unknown memory format");
-      }
+      if (auto f = detail::schema_memory_format(a.get<c10::MemoryFormat>()))
+        return Json{{"as_memory_format", *f}};
+      refuse(n, "an unknown memory format");
     }
-    if (a.is<c10::Device>()) {
-      const c10::Device d = a.get<c10::Device>();
-      return Json{{"as_device",
-                   {{"type", c10::DeviceTypeName(d.type(), true)},
-                    {"index", d.has_index() ? Json(d.index()) : Json(nullptr)}}}};
-    }
+    if (a.is<c10::Device>()) return Json{{"as_device", device_json(a.get<c10::Device>())}};
     const std::vector<Argument>* items = nullptr;
     if (const auto* l = std::get_if<List>(&a.storage())) items = &l->items;
     if (const auto* t = std::get_if<Tuple>(&a.storage())) items = &t->items;
@@ -311,8 +259,8 @@ class GraphWriter {
 
   // The names of a multi-output operator's values: its getitem users', or
   // `<node>_unused_<i>` as torch.export names outputs nobody reads; their
-  // metadata from the getitems, or for unused ones from running the
-  // operator on meta tensors.
+  // metadata from the getitems, or, for unused ones and the elements of a
+  // list, from running the operator on meta tensors.
   Json outputs(const Node* n, const c10::FunctionSchema& schema) {
     const auto& returns = schema.returns();
     if (returns.empty()) return Json::array();
@@ -325,13 +273,28 @@ class GraphWriter {
     for (const Node* u : n->users())
       if (u->target() == "operator.getitem" && u->args().size() == 2 && u->args()[1].is<int64_t>())
         by_index.emplace(u->args()[1].get<int64_t>(), u);
-    std::vector<passes::TensorMetadata> metas = meta_run(n);
+    // The operator runs only when a value's metadata is missing, or to learn
+    // how many tensors a list holds.
+    std::optional<std::vector<passes::TensorMetadata>> run;
+    auto read = [&](int64_t i) -> const passes::TensorMetadata* {
+      auto it = by_index.find(i);
+      return it == by_index.end() ? nullptr : it->second->meta().get<passes::TensorMetadata>("tensor_meta");
+    };
+    if (list) {
+      run = meta_run(n);
+    } else {
+      for (size_t i = 0; i < returns.size() && !run; ++i)
+        if (!read(static_cast<int64_t>(i))) run = meta_run(n);
+    }
+    const size_t count = run ? run->size() : returns.size();
     Json items = Json::array();
-    for (size_t i = 0; i < metas.size(); ++i) {
-      auto it = by_index.find(static_cast<int64_t>(i));
+    for (size_t i = 0; i < count; ++i) {
+      const auto idx = static_cast<int64_t>(i);
+      auto it = by_index.find(idx);
       const std::string name =
           it != by_index.end() ? it->second->name() : n->name() + "_unused_" + std::to_string(i);
-      tensor_values_[name] = tensor_meta_json(metas[i]);
+      const passes::TensorMetadata* m = read(idx);
+      tensor_values_[name] = tensor_meta_json(m ? *m : (*run)[i]);
       items.push_back(list ? Json{{"name", name}} : Json{{"as_tensor", {{"name", name}}}});
     }
     return list ? Json::array({Json{{"as_tensors", items}}}) : items;
@@ -469,11 +432,10 @@ Json write_payloads(const StateDict& tensors, const std::string& dir, const char
     writer.writeRecord(dir + path, t.data_ptr(), t.nbytes());
     passes::TensorMetadata m = passes::extract_tensor_metadata(t);
     m.requires_grad = tensor.requires_grad();
-    config[key] =
-        Json{{"path_name", path},
-             {"is_param", params && parameters.count(key) > 0},
-             {"use_pickle", false},
-             {"tensor_meta", tensor_meta_json(m, c10::DeviceTypeName(tensor.device().type(), true))}};
+    config[key] = Json{{"path_name", path},
+                       {"is_param", params && parameters.count(key) > 0},
+                       {"use_pickle", false},
+                       {"tensor_meta", tensor_meta_json(m, tensor.device())}};
   }
   return Json{{"config", config}};
 }
