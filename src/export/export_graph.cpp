@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,6 +108,23 @@ bool is_sym_op(std::string_view target) {
 std::string target_name(const std::string& serialized) {
   if (serialized.rfind("_operator.", 0) == 0) return "operator." + serialized.substr(10);
   return serialized;
+}
+
+// The dispatcher's operator that a `torch.ops.<namespace>.<op>[.<overload>]`
+// name names, taken apart as Target's OpsName takes it (a packet names the
+// default overload), or nothing.
+std::optional<c10::OperatorHandle> find_operator(std::string_view name) {
+  static constexpr std::string_view kPrefix = "torch.ops.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  const size_t ns_end = name.find('.');
+  if (ns_end == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = name.substr(ns_end + 1);
+  const size_t op_end = rest.find('.');
+  std::string overload(op_end == std::string_view::npos ? std::string_view() : rest.substr(op_end + 1));
+  if (overload == "default") overload.clear();
+  return c10::Dispatcher::singleton().findSchema(
+      {std::string(name.substr(0, ns_end)) + "::" + std::string(rest.substr(0, op_end)), overload});
 }
 
 class Reader {
@@ -376,9 +395,30 @@ class Reader {
     if (!name.empty()) where += " ('" + name + "')";
     const Json& inputs = array_field(nj, "inputs", where);
     const Json& outputs = array_field(nj, "outputs", where);
-    const Target target(target_name(serialized));
     const bool hop = serialized.rfind("torch.ops.higher_order.", 0) == 0;
     const bool sym = is_sym_op(serialized);
+    // Checked before it becomes a Target: targets are interned for the life
+    // of the process, and a file must not grow that table with names that
+    // name nothing.
+    std::optional<c10::OperatorHandle> op;
+    if (hop) {
+      if (serialized != "torch.ops.higher_order.cond" && serialized != "torch.ops.higher_order.while_loop")
+        load_error(where + ".target", "unknown higher-order operator " + serialized +
+                                          " (fxcpp runs torch.ops.higher_order.cond and while_loop)");
+    } else if (!sym) {
+      op = find_operator(serialized);
+      if (!op && serialized.rfind("torch.ops.", 0) == 0)
+        load_error(where + ".target",
+                   "unknown operator " + serialized +
+                       ": no such operator is registered with the dispatcher (a custom op must be "
+                       "registered, by loading its library, before the file is read)");
+      if (!op)
+        load_error(where + ".target",
+                   "unknown target " + serialized +
+                       " (fxcpp reads torch.ops operators, higher-order operators and the symbolic "
+                       "integer operators)");
+    }
+    const Target target(target_name(serialized));
     Args args;
     Kwargs kwargs;
     pending_hop_args_.clear();
@@ -397,23 +437,12 @@ class Reader {
         else
           kwargs.emplace_back(arg_name, std::move(a));
       }
-    } else if (serialized.rfind("torch.ops.", 0) == 0) {
-      const c10::OperatorHandle* op = target.ops_name() ? target.operator_handle() : nullptr;
-      if (!op)
-        load_error(where + ".target",
-                   "unknown operator " + serialized +
-                       ": no such operator is registered with the dispatcher (a custom op must be "
-                       "registered, by loading its library, before the file is read)");
+    } else {
       bind_schema(op->schema(), inputs, where, args, kwargs);
       if (name.empty() && op->schema().returns().size() == 1 &&
           op->schema().returns()[0].real_type()->kind() == c10::TypeKind::TensorType && outputs.size() == 1)
         if (auto [k, v] = union_of(outputs[0], where + ".outputs[0]"); k == "as_tensor")
           name = as_string(field(*v, "name", where), where + ".outputs[0].as_tensor.name");
-    } else {
-      load_error(where + ".target",
-                 "unknown target " + serialized +
-                     " (fxcpp reads torch.ops operators, higher-order operators and the symbolic "
-                     "integer operators)");
     }
     Node* n = nullptr;
     try {
