@@ -18,6 +18,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "../serialize/zip_reader.h"
 #include "export_graph.h"
 
 namespace fx {
@@ -354,10 +355,12 @@ class Pt2Reader {
   std::string where_;
 };
 
-ExportedProgram load_stream(std::istream& in, const std::string& name) {
+// `source` is a stream or bytes (detail::open_zip).
+template <class Source>
+ExportedProgram load_stream(Source&& source, const std::string& name) {
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
   try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(&in);
+    archive = detail::open_zip(source);
   } catch (const c10::Error& e) {
     throw LoadError(
         name + ": not a torch.export archive (not a zip archive torch.export.save could have written): " +
@@ -388,9 +391,9 @@ bool is_pt2_package(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   try {
-    caffe2::serialize::PyTorchStreamReader archive(&in);
-    if (!archive.hasRecord("archive_format")) return false;
-    auto [data, size] = archive.getRecord("archive_format");
+    auto archive = detail::open_zip(in);
+    if (!archive->hasRecord("archive_format")) return false;
+    auto [data, size] = archive->getRecord("archive_format");
     return std::string_view(static_cast<const char*>(data.get()), size) == "pt2";
   } catch (const c10::Error&) {
     return false;
@@ -398,8 +401,7 @@ bool is_pt2_package(const std::string& path) {
 }
 
 ExportedProgram load_exported_from_bytes(std::string_view bytes, const std::string& name) {
-  std::istringstream in{std::string(bytes)};
-  return load_stream(in, name);
+  return load_stream(bytes, name);
 }
 
 }  // namespace fx

@@ -19,6 +19,7 @@
 #include "argument_json.h"
 #include "graph_json.h"
 #include "torch_load.h"
+#include "zip_reader.h"
 
 namespace fx {
 
@@ -362,10 +363,12 @@ class FileReader {
   std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> training_;
 };
 
-std::unique_ptr<GraphModule> load_archive(std::istream& in, const std::string& name) {
+// `source` is a stream or bytes (detail::open_zip).
+template <class Source>
+std::unique_ptr<GraphModule> load_archive(Source&& source, const std::string& name) {
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
   try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(&in);
+    archive = detail::open_zip(source);
   } catch (const c10::Error& e) {
     throw LoadError(name + ": not a GraphModule file (not a zip archive torch.save could have written): " +
                     e.what_without_backtrace());
@@ -443,8 +446,7 @@ std::unique_ptr<GraphModule> load(const std::string& path) {
 }
 
 std::unique_ptr<GraphModule> load_from_bytes(std::string_view bytes, const std::string& name) {
-  std::istringstream in{std::string(bytes)};
-  return load_archive(in, name);
+  return load_archive(bytes, name);
 }
 
 }  // namespace fx

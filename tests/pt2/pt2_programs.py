@@ -20,6 +20,7 @@
 import io
 import json
 import os
+import struct
 import sys
 import zipfile
 
@@ -207,6 +208,22 @@ def edit_model(fn):
     return edit
 
 
+def zip_of(records):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_STORED) as z:
+        for name, data in records.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def corrupt_record(raw, name):
+    """raw with the first byte of the stored record `name` changed, so that its checksum fails."""
+    header = raw.index(name) - 30  # the local header, where the name first occurs
+    name_len, extra_len = struct.unpack('<HH', raw[header + 26:header + 30])
+    data = header + 30 + name_len + extra_len
+    return raw[:data] + bytes([raw[data] ^ 0x01]) + raw[data + 1:]
+
+
 def write_malformed(out_dir):
     bad = os.path.join(out_dir, 'malformed')
     os.makedirs(bad, exist_ok=True)
@@ -246,6 +263,17 @@ def write_malformed(out_dir):
          edit_model(lambda m: nodes(m)[2]['inputs'][0].__setitem__('arg', {'as_banana': 1})))
     case('bad_dtype', ['dtype', '99'],
          edit_model(lambda m: m['graph_module']['graph']['tensor_values']['x'].__setitem__('dtype', 99)))
+    case('unknown_higher_order', ['nodes[1]', 'unknown higher-order operator', 'no_such_hop'],
+         edit_model(lambda m: nodes(m)[1].__setitem__('target', 'torch.ops.higher_order.no_such_hop')))
+    # The archive's own layout, which LibTorch's reader checks after miniz
+    # has read the zip (fxcpp checks it first: a throw there lost miniz's state).
+    case('no_version', ['no version record'],
+         lambda name, data: None if name.endswith('.data/version') else data)
+    case('unsupported_version', ['version 99'],
+         lambda name, data: b'99\n' if name.endswith('.data/version') else data)
+    case('bad_version_checksum', ['version record'], data=corrupt_record(raw, b'linear_buffer/.data/version'))
+    case('not_in_a_folder', ['not in a subdirectory'], data=zip_of({'archive_format': b'pt2'}))
+    case('no_files', ['does not contain any files'], data=zip_of({}))
     with open(os.path.join(bad, 'expected.json'), 'w') as f:
         json.dump(expected, f, indent=1)
 
