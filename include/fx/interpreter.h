@@ -48,7 +48,8 @@ class Interpreter {
 
   // A node's args and kwargs with every node replaced by its value.
   std::pair<std::vector<Value>, ValueKwargs> fetch_args_kwargs_from_env(const Node* n) const;
-  // The parameter, buffer or tensor attribute at a dotted path of the module.
+  // The parameter, buffer or tensor attribute at a dotted path of the
+  // module, or the submodule there (a cond branch, as a value).
   Value fetch_attr(std::string_view target) const;
 
   GraphModule& module() { return module_; }

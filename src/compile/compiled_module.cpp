@@ -167,6 +167,199 @@ std::string default_compiler() {
   return c.empty() ? "c++" : c;
 }
 
+// What one graph's compilation wrote, for the debug files.
+struct GraphSource {
+  std::string label;    // "" for the top graph, else the branch's path ("true_graph_0")
+  std::string hash;     // of its library; "" when it has no kernels
+  std::string library;  // its path
+  bool cache_hit = false;
+  std::string source;
+  std::vector<std::string> kernels;  // "name: member member ..."
+};
+
+using Phases = std::vector<std::pair<std::string, double>>;
+
+void add_phase(Phases& phases, const std::string& name, double ms) {
+  for (auto& [n, total] : phases)
+    if (n == name) {
+      total += ms;
+      return;
+    }
+  phases.emplace_back(name, ms);
+}
+
+// The operands a higher-order node passes its branches (cond's operands,
+// while_loop's carried and additional inputs), and the get_attr nodes of
+// those branches; empty for any other node.
+struct BranchCall {
+  std::vector<Node*> graphs;
+  std::vector<Node*> operands;
+};
+BranchCall branch_call(const Node& n) {
+  BranchCall b;
+  if (n.op() != Op::call_function) return b;
+  const std::string& t = n.target().str();
+  const bool is_cond = t == "torch.ops.higher_order.cond";
+  if (!is_cond && t != "torch.ops.higher_order.while_loop") return b;
+  const Args& args = n.args();
+  const size_t first_graph = is_cond ? 1 : 0;
+  for (size_t i = first_graph; i < first_graph + 2 && i < args.size(); ++i)
+    if (Node* g = args[i].node()) b.graphs.push_back(g);
+  for (size_t i = first_graph + 2; i < args.size(); ++i) {
+    const Argument& a = args[i];
+    const std::vector<Argument>* items = a.is<Tuple>()  ? &a.get<Tuple>().items
+                                         : a.is<List>() ? &a.get<List>().items
+                                                        : nullptr;
+    if (!items) continue;
+    for (const Argument& item : *items)
+      if (Node* x = item.node()) b.operands.push_back(x);
+  }
+  return b;
+}
+
+// Tensors of the operands' sizes, strides and dtypes, for ShapeProp of a branch.
+std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std::string& where) {
+  std::vector<Value> out;
+  for (Node* x : operands) {
+    const passes::TensorMetadata* m = cd::tensor_meta(*x);
+    if (!m) throw Error("fx::compile: " + where + ": operand '" + x->name() + "' has no tensor metadata");
+    out.emplace_back(at::empty_strided(m->shape, m->stride, at::TensorOptions().dtype(m->dtype)).zero_());
+  }
+  return out;
+}
+
+// The phases of phases.h on one captured graph, `inputs` being example
+// values of its placeholders, and the GraphModule that runs the result:
+// every fused node replaced by its kernel's call, at the place of the
+// kernel's last member. The branches of its cond and while_loop nodes are
+// compiled the same way (each on zeros shaped as its operands) and replace
+// the submodules they came from.
+std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,
+                                           const CompileOptions& options, CompileReport& report,
+                                           std::vector<GraphSource>& sources, const std::string& label) {
+  Phases& phase = report.phase_ms;
+  auto t = std::chrono::steady_clock::now();
+  Graph& graph = captured.graph();
+  // Captured code often computes a value twice (x.t() in two expressions):
+  // a kernel then reads one input instead of two.
+  passes::cse(graph);
+  add_phase(phase, "cse", ms_since(t));
+  passes::ShapeProp(captured).propagate(inputs);
+  add_phase(phase, "shape_prop", ms_since(t));
+  cd::decompose(graph);
+  add_phase(phase, "decompose", ms_since(t));
+  std::unordered_map<const Node*, cd::PointwiseOp> lowered;
+  for (Node* n : graph.nodes())
+    if (auto op = cd::lower(*n)) lowered.emplace(n, std::move(*op));
+  add_phase(phase, "lower", ms_since(t));
+  std::vector<cd::Kernel> kernels = cd::schedule(graph, lowered);
+  // Kernels write their outputs contiguous: kernels that read them read them so.
+  for (const cd::Kernel& k : kernels)
+    for (Node* out : k.outputs) out->meta().set("tensor_meta", cd::contiguous(*cd::tensor_meta(*out)));
+  add_phase(phase, "schedule", ms_since(t));
+  const std::string source = cd::generate_cpp(kernels, lowered, options.threads);
+  add_phase(phase, "codegen", ms_since(t));
+  std::shared_ptr<const cd::Library> library;
+  if (!kernels.empty()) {
+    library = cd::build_library(source, options.cache_dir, options.compiler);
+  }
+  add_phase(phase, "build", ms_since(t));
+
+  const size_t slot = sources.size();  // this graph's, before its branches'
+  sources.emplace_back();
+  std::vector<std::pair<std::string, std::shared_ptr<GraphModule>>> branches;
+  for (Node* n : graph.nodes()) {
+    BranchCall call = branch_call(*n);
+    for (Node* attr : call.graphs) {
+      const std::string& path = attr->target().str();
+      auto* branch = dynamic_cast<GraphModule*>(captured.get_submodule(path));
+      if (!branch) continue;
+      const std::string where = (label.empty() ? "" : label + ".") + path;
+      // while_loop's condition and body both take the carried values.
+      branches.emplace_back(path, compile_graph(*branch, example_inputs(call.operands, where), options,
+                                                report, sources, where));
+    }
+  }
+  t = std::chrono::steady_clock::now();  // the branches counted their own phases
+
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Node*, Node*> map;
+  std::unordered_map<const Node*, const cd::Kernel*> runs_at;
+  std::unordered_set<const Node*> fused;
+  GraphSource debug{label,
+                    library ? library->hash.substr(0, 12) : "",
+                    library ? library->path : "",
+                    library && library->cache_hit,
+                    source,
+                    {}};
+  for (const cd::Kernel& k : kernels) {
+    runs_at[k.members.back()] = &k;
+    fused.insert(k.members.begin(), k.members.end());
+    report.fused_nodes += k.members.size();
+    std::string line = k.name + ":";
+    for (Node* m : k.members) line += " " + m->name();
+    debug.kernels.push_back(std::move(line));
+  }
+  sources[slot] = std::move(debug);
+  auto mapped = [&](Node* x) -> Argument { return map.at(x); };
+  for (Node* n : graph.nodes()) {
+    if (!fused.count(n)) {
+      map[n] = g->node_copy(*n, mapped);
+      if (n->op() == Op::call_function) ++report.extern_nodes;
+      continue;
+    }
+    auto it = runs_at.find(n);
+    if (it == runs_at.end()) continue;
+    const cd::Kernel& k = *it->second;
+    std::vector<passes::TensorMetadata> metas;
+    std::vector<std::vector<int64_t>> output_sizes;
+    for (Node* out : k.outputs) output_sizes.push_back(cd::tensor_meta(*out)->shape);
+    Args args;
+    for (Node* in : k.inputs) {
+      metas.push_back(*cd::tensor_meta(*in));
+      args.push_back(map.at(in));
+    }
+    const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
+    register_function(
+        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
+                                             std::move(metas), std::move(output_sizes)));
+    Node* call = g->call_function(target, std::move(args));
+    if (k.outputs.size() == 1) {
+      map[k.outputs[0]] = call;
+    } else {
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        map[k.outputs[o]] = g->call_function("operator.getitem", {call, static_cast<int64_t>(o)});
+    }
+  }
+  g->set_pytree_info(graph.pytree_info());
+  report.kernels += kernels.size();
+  auto compiled = std::make_unique<GraphModule>(captured, std::move(g), "CompiledGraphModule");
+  if (!branches.empty()) {
+    for (auto& [path, branch] : branches) compiled->add_submodule(path, branch);
+    compiled->recompile();
+  }
+  add_phase(phase, "wrap", ms_since(t));
+  return compiled;
+}
+
+void write_debug_files(const std::string& debug_dir, const GraphModule& compiled,
+                       const std::vector<GraphSource>& sources, const Phases& phases) {
+  const std::string& hash = sources.front().hash;
+  const std::string dir = debug_dir + "/" + (hash.empty() ? "no_kernels" : hash);
+  std::filesystem::create_directories(dir);
+  std::ofstream source_cpp(dir + "/source.cpp");
+  std::ofstream kernels_txt(dir + "/kernels.txt");
+  for (const GraphSource& s : sources) {
+    // A branch's kernels are in a library of their own.
+    if (!s.label.empty()) source_cpp << "\n// ---- " << s.label << " (library " << s.hash << ")\n";
+    source_cpp << s.source;
+    for (const std::string& k : s.kernels) kernels_txt << (s.label.empty() ? "" : s.label + ".") << k << "\n";
+  }
+  std::ofstream(dir + "/graph.txt") << compiled.graph().to_string();
+  std::ofstream phases_txt(dir + "/phases.txt");
+  for (const auto& [name, ms] : phases) phases_txt << name << " " << ms << " ms\n";
+}
+
 }  // namespace
 
 struct CompiledModule::Specialization {
@@ -241,94 +434,20 @@ CompiledModule::Specialization* CompiledModule::specialize(const std::vector<c10
   capture_options.functionalize = true;
   s->captured = root_ ? capture(*root_, fn_, inputs, capture_options) : capture(fn_, inputs, capture_options);
   phase.emplace_back("capture", ms_since(t));
-  Graph& graph = s->captured->graph();
-  // Captured code often computes a value twice (x.t() in two expressions):
-  // a kernel then reads one input instead of two.
-  passes::cse(graph);
-  phase.emplace_back("cse", ms_since(t));
-  passes::ShapeProp(*s->captured).propagate(std::vector<Value>(inputs.begin(), inputs.end()));
-  phase.emplace_back("shape_prop", ms_since(t));
-  cd::decompose(graph);
-  phase.emplace_back("decompose", ms_since(t));
-  std::unordered_map<const Node*, cd::PointwiseOp> lowered;
-  for (Node* n : graph.nodes())
-    if (auto op = cd::lower(*n)) lowered.emplace(n, std::move(*op));
-  phase.emplace_back("lower", ms_since(t));
-  std::vector<cd::Kernel> kernels = cd::schedule(graph, lowered);
-  // Kernels write their outputs contiguous: kernels that read them read them so.
-  for (const cd::Kernel& k : kernels)
-    for (Node* out : k.outputs) out->meta().set("tensor_meta", cd::contiguous(*cd::tensor_meta(*out)));
-  phase.emplace_back("schedule", ms_since(t));
-  const std::string source = cd::generate_cpp(kernels, lowered, options_.threads);
-  phase.emplace_back("codegen", ms_since(t));
-  std::shared_ptr<const cd::Library> library;
-  if (!kernels.empty()) {
-    library = cd::build_library(source, options_.cache_dir, options_.compiler);
-    s->report.cache_hit = library->cache_hit;
-    s->report.library = library->path;
+  std::vector<GraphSource> sources;
+  s->compiled = compile_graph(*s->captured, std::vector<Value>(inputs.begin(), inputs.end()), options_,
+                              s->report, sources, "");
+  // The report's library is the top graph's (a branch's when it has none);
+  // a cache hit means every library was found built.
+  bool any = false, all_hit = true;
+  for (const GraphSource& src : sources) {
+    if (src.library.empty()) continue;
+    if (!any) s->report.library = src.library;
+    any = true;
+    all_hit = all_hit && src.cache_hit;
   }
-  phase.emplace_back("build", ms_since(t));
-
-  // The graph to run: every fused node replaced by its kernel's call, at the
-  // place of the kernel's last member.
-  auto g = std::make_unique<Graph>();
-  std::unordered_map<const Node*, Node*> map;
-  std::unordered_map<const Node*, const cd::Kernel*> runs_at;
-  std::unordered_set<const Node*> fused;
-  for (const cd::Kernel& k : kernels) {
-    runs_at[k.members.back()] = &k;
-    fused.insert(k.members.begin(), k.members.end());
-    s->report.fused_nodes += k.members.size();
-  }
-  auto mapped = [&](Node* x) -> Argument { return map.at(x); };
-  for (Node* n : graph.nodes()) {
-    if (!fused.count(n)) {
-      map[n] = g->node_copy(*n, mapped);
-      if (n->op() == Op::call_function) ++s->report.extern_nodes;
-      continue;
-    }
-    auto it = runs_at.find(n);
-    if (it == runs_at.end()) continue;
-    const cd::Kernel& k = *it->second;
-    std::vector<passes::TensorMetadata> metas;
-    std::vector<std::vector<int64_t>> output_sizes;
-    for (Node* out : k.outputs) output_sizes.push_back(cd::tensor_meta(*out)->shape);
-    Args args;
-    for (Node* in : k.inputs) {
-      metas.push_back(*cd::tensor_meta(*in));
-      args.push_back(map.at(in));
-    }
-    const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
-    register_function(
-        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             std::move(metas), std::move(output_sizes)));
-    Node* call = g->call_function(target, std::move(args));
-    if (k.outputs.size() == 1) {
-      map[k.outputs[0]] = call;
-    } else {
-      for (size_t o = 0; o < k.outputs.size(); ++o)
-        map[k.outputs[o]] = g->call_function("operator.getitem", {call, static_cast<int64_t>(o)});
-    }
-  }
-  g->set_pytree_info(graph.pytree_info());
-  s->report.kernels = kernels.size();
-  s->compiled = std::make_unique<GraphModule>(*s->captured, std::move(g), "CompiledGraphModule");
-  phase.emplace_back("wrap", ms_since(t));
-
-  if (!options_.debug_dir.empty()) {
-    const std::string dir = options_.debug_dir + "/" + (library ? library->hash.substr(0, 12) : "no_kernels");
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/source.cpp") << source;
-    std::ofstream(dir + "/graph.txt") << s->compiled->graph().to_string();
-    std::ofstream kernels_txt(dir + "/kernels.txt");
-    for (const cd::Kernel& k : kernels) {
-      kernels_txt << k.name << ":";
-      for (Node* m : k.members) kernels_txt << " " << m->name();
-      kernels_txt << "\n";
-    }
-    std::ofstream phases_txt(dir + "/phases.txt");
-    for (const auto& [name, ms] : phase) phases_txt << name << " " << ms << " ms\n";
-  }
+  s->report.cache_hit = any && all_hit;
+  if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
   specializations_.push_back(std::move(s));
   return last_ = specializations_.back().get();
 }

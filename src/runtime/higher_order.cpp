@@ -11,7 +11,10 @@
 #include "internal.h"
 #include "module_ivalue.h"
 
+#include <fx/control_flow.h>
 #include <fx/graph_module.h>
+
+#include <optional>
 
 namespace fx::runtime {
 
@@ -51,12 +54,43 @@ bool predicate(const std::string& fn, const c10::IValue& v) {
   return to_bool(fn, v);
 }
 
+// The values as tensors, when each is one.
+std::optional<Tensors> all_tensors(const std::vector<c10::IValue>& values) {
+  Tensors out;
+  out.reserve(values.size());
+  for (const auto& v : values) {
+    if (!v.isTensor()) return std::nullopt;
+    out.push_back(v.toTensor());
+  }
+  return out;
+}
+
+// A submodule as fx::cond's branch: tensors in, tensors out.
+TensorsFn tensors_fn(const std::string& fn, std::shared_ptr<Module> m) {
+  return [fn, m = std::move(m)](const Tensors& in) {
+    auto out = all_tensors(outputs_of(call(*m, std::vector<c10::IValue>(in.begin(), in.end()))));
+    if (!out) type_error(fn, "a branch returned a value that is not a tensor");
+    return *out;
+  };
+}
+
+c10::IValue tuple_of(const Tensors& t) {
+  return c10::ivalue::Tuple::create(std::vector<c10::IValue>(t.begin(), t.end()));
+}
+
+// With a tensor predicate and tensor operands, the branches run through
+// fx::cond and fx::while_loop, so that fx::capture (and fx::compile, which
+// captures) records the operator and both branches instead of the branch
+// this run took.
 c10::IValue cond(std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
   static const std::string fn = "torch.ops.higher_order.cond";
   auto a = bind(fn, {req("pred"), req("true_fn"), req("false_fn"), req("operands")}, args, kwargs);
   auto true_fn = callable(fn, "true_fn", a[1]);
   auto false_fn = callable(fn, "false_fn", a[2]);
-  auto out = call(predicate(fn, a[0]) ? *true_fn : *false_fn, sequence_items(a[3]));
+  std::vector<c10::IValue> operands = sequence_items(a[3]);
+  if (auto tensors = all_tensors(operands); tensors && a[0].isTensor())
+    return tuple_of(fx::cond(a[0].toTensor(), tensors_fn(fn, true_fn), tensors_fn(fn, false_fn), *tensors));
+  auto out = call(predicate(fn, a[0]) ? *true_fn : *false_fn, std::move(operands));
   return c10::ivalue::Tuple::create(outputs_of(std::move(out)));
 }
 
@@ -75,6 +109,14 @@ c10::IValue while_loop(std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
     all.insert(all.end(), additional.begin(), additional.end());
     return all;
   };
+  if (auto tensors = all_tensors(carried); tensors && additional.empty()) {
+    auto predicate_fn = [&](const Tensors& in) {
+      c10::IValue p = outputs_of(call(*cond_fn, std::vector<c10::IValue>(in.begin(), in.end()))).at(0);
+      if (!p.isTensor()) type_error(fn, "cond_fn returned " + python_type_name(p) + ", not a tensor");
+      return p.toTensor();
+    };
+    return tuple_of(fx::while_loop(predicate_fn, tensors_fn(fn, body_fn), *tensors));
+  }
   while (predicate(fn, outputs_of(call(*cond_fn, with_additional())).at(0))) {
     std::vector<c10::IValue> next = outputs_of(call(*body_fn, with_additional()));
     if (next.size() != carried.size())

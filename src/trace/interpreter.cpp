@@ -2,6 +2,8 @@
 #include <fx/interpreter.h>
 #include <fx/tracer.h>
 
+#include "../runtime/module_ivalue.h"
+
 namespace fx {
 
 Interpreter::Interpreter(GraphModule& module, bool garbage_collect_values)
@@ -50,7 +52,12 @@ std::pair<std::vector<Value>, ValueKwargs> Interpreter::fetch_args_kwargs_from_e
   return {std::move(args), std::move(kwargs)};
 }
 
-Value Interpreter::fetch_attr(std::string_view target) const { return Value(module_.get_tensor(target)); }
+Value Interpreter::fetch_attr(std::string_view target) const {
+  // A whole submodule (cond's branches) is a value too, as in GraphModule::run.
+  if (auto* sub = dynamic_cast<Module*>(module_.get_submodule(target)))
+    return Value(runtime::module_ivalue(std::shared_ptr<Module>(sub->shared_from_this(), sub)));
+  return Value(module_.get_tensor(target));
+}
 
 Value Interpreter::run(std::vector<Value> args) {
   env.clear();

@@ -1,6 +1,7 @@
 // fx::compile against eager LibTorch: outputs, what was fused, guards, the
 // cache, and the errors.
 #include <fx/compile.h>
+#include <fx/control_flow.h>
 #include <fx/error.h>
 #include <fx/fx.h>
 #include <fx/models/batch_norm_statistics.h>
@@ -307,6 +308,58 @@ TEST(Compile, DebugDirectoryHoldsSourceKernelsAndPhases) {
   for (const auto& [name, ms] : compiled->report().phase_ms) phases.push_back(name);
   EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "decompose", "lower", "schedule", "codegen",
                                               "build", "wrap"}));
+}
+
+// The kernels of the compiled branch at `path` (a submodule of the compiled graph).
+size_t branch_kernels(const fx::GraphModule& compiled, const std::string& path) {
+  auto* branch = dynamic_cast<fx::GraphModule*>(compiled.get_submodule(path));
+  return branch ? count_kernel_nodes(*branch) : 0;
+}
+
+// Each branch of a cond is compiled as a graph of its own; the compiled
+// graph keeps the cond, and one specialization serves both branches.
+TEST(Compile, CondBranchesAreCompiledAndThePredicatePicksOneEachCall) {
+  torch::NoGradGuard no_grad;
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    return fx::cond(
+        x.sum() > 0, [](const fx::Tensors& t) { return fx::Tensors{torch::sigmoid(t[0]) * 2.0 + 1.0}; },
+        [](const fx::Tensors& t) { return fx::Tensors{torch::tanh(t[0] - 1.0) * t[0]}; }, {x})[0];
+  };
+  auto compiled = fx::compile(fn, fresh_options());
+  at::Tensor pos = torch::rand({8, 20}) + 0.1, neg = -torch::rand({8, 20}) - 0.1;
+  expect_close(compiled->run({pos}).toTensor(), torch::sigmoid(pos) * 2.0 + 1.0);
+  expect_close(compiled->run({neg}).toTensor(), torch::tanh(neg - 1.0) * neg);
+  EXPECT_EQ(compiled->num_specializations(), 1u);
+  const fx::GraphModule& gm = compiled->compiled_graph();
+  EXPECT_THAT(gm.graph().to_string(), HasSubstr("torch.ops.higher_order.cond"));
+  EXPECT_EQ(branch_kernels(gm, "true_graph_0"), 1u);
+  EXPECT_EQ(branch_kernels(gm, "false_graph_0"), 1u);
+  EXPECT_EQ(compiled->report().kernels, 2u);
+}
+
+TEST(Compile, WhileLoopBodyIsCompiled) {
+  torch::NoGradGuard no_grad;
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    auto out = fx::while_loop([](const fx::Tensors& c) { return c[0] < 4; },
+                              [](const fx::Tensors& c) {
+                                return fx::Tensors{c[0] + 1, torch::sigmoid(c[1]) * 0.5 + c[1]};
+                              },
+                              {in[0].toTensor(), in[1].toTensor()});
+    return out[1];
+  };
+  auto compiled = fx::compile(fn, fresh_options());
+  at::Tensor x = torch::randn({5, 17});
+  at::Tensor want = x.clone();
+  for (int i = 0; i < 4; ++i) want = torch::sigmoid(want) * 0.5 + want;
+  expect_close(compiled->run({torch::tensor(0), x}).toTensor(), want);
+  const fx::GraphModule& gm = compiled->compiled_graph();
+  EXPECT_THAT(gm.graph().to_string(), HasSubstr("torch.ops.higher_order.while_loop"));
+  EXPECT_EQ(branch_kernels(gm, "while_loop_body_graph_0"), 1u);
+  // Two steps fewer: the loop runs as long as its input says.
+  want = x.clone();
+  for (int i = 0; i < 2; ++i) want = torch::sigmoid(want) * 0.5 + want;
+  expect_close(compiled->run({torch::tensor(2), x}).toTensor(), want);
 }
 
 }  // namespace
