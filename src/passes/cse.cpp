@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../ir/probe_table.h"
+#include "branch_modules.h"
 #include "copy_graph.h"
 
 namespace fx::passes {
@@ -149,7 +150,9 @@ bool cse(Graph& graph, const std::vector<Target>& banned_ops) {
 }
 
 bool cse(GraphModule& gm, const std::vector<Target>& banned_ops) {
-  bool modified = cse(gm.graph(), banned_ops);
+  bool modified = false;
+  for (GraphModule* branch : detail::branch_modules(gm)) modified = cse(*branch, banned_ops) || modified;
+  modified = cse(gm.graph(), banned_ops) || modified;
   if (modified) gm.recompile();
   return modified;
 }

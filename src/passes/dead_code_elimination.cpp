@@ -1,5 +1,7 @@
 #include <fx/passes/dead_code_elimination.h>
 
+#include "branch_modules.h"
+
 namespace fx::passes {
 
 bool eliminate_dead_code(Graph& graph) {
@@ -20,7 +22,9 @@ bool eliminate_dead_code(Graph& graph) {
 }
 
 bool eliminate_dead_code(GraphModule& gm) {
-  bool changed = eliminate_dead_code(gm.graph());
+  bool changed = false;
+  for (GraphModule* branch : detail::branch_modules(gm)) changed = eliminate_dead_code(*branch) || changed;
+  changed = eliminate_dead_code(gm.graph()) || changed;
   if (changed) gm.recompile();
   return changed;
 }

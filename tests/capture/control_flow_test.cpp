@@ -5,6 +5,8 @@
 #include <fx/control_flow.h>
 #include <fx/error.h>
 #include <fx/graph_module.h>
+#include <fx/passes/cse.h>
+#include <fx/passes/dead_code_elimination.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -137,6 +139,41 @@ TEST(ControlFlow, WhileLoopEagerAndCaptured) {
                              {torch::tensor(0), torch::randn({2})});
             }).find("fx::while_loop: body_fn must return what it is given: it was given 2 tensors (Long[], Float[2]) and returned 1 tensor (Long[])"),
             std::string::npos);
+}
+
+// The GraphModule-level DCE and CSE go into the branches, which are
+// GraphModules of their own.
+TEST(ControlFlow, DeadCodeEliminationAndCseGoIntoTheBranches) {
+  auto fn = [](const Inputs& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    return fx::cond(
+        x.sum() > 0,
+        [](const fx::Tensors& a) {
+          at::Tensor unused = a[0] * 3;
+          return fx::Tensors{a[0].sin() + a[0].sin()};
+        },
+        cos_branch, {x})[0];
+  };
+  at::Tensor x = torch::rand({3}) + 1;
+  auto gm = fx::capture(fn, {x});
+  auto* branch = dynamic_cast<fx::GraphModule*>(gm->get_submodule("true_graph_0"));
+  ASSERT_NE(branch, nullptr);
+  auto count = [&](const std::string& target) {
+    size_t n = 0;
+    for (fx::Node* node : branch->graph().nodes()) n += node->target().str() == target;
+    return n;
+  };
+  ASSERT_EQ(count("torch.ops.aten.mul.Scalar"), 1u) << branch->code();
+  ASSERT_EQ(count("torch.ops.aten.sin.default"), 2u);
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(*gm));
+  EXPECT_EQ(count("torch.ops.aten.mul.Scalar"), 0u);
+  EXPECT_TRUE(fx::passes::cse(*gm));
+  EXPECT_EQ(count("torch.ops.aten.sin.default"), 1u);
+  EXPECT_FALSE(fx::passes::cse(*gm));
+  // The branch was recompiled: its code no longer reads the merged value.
+  EXPECT_EQ(branch->code().find("sin_1"), std::string::npos) << branch->code();
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), x.sin() + x.sin()));
+  EXPECT_TRUE(torch::allclose(gm->run({-x}).toTensor(), (-x).cos() + 1));
 }
 
 }  // namespace

@@ -54,7 +54,9 @@ class CSEPass {
 // CSE on the graph in place.
 // Returns whether anything changed.
 bool cse(Graph& graph, const std::vector<Target>& banned_ops = {});
-// The same on gm.graph(), then gm.recompile() if anything changed.
+// The same on gm.graph() and on the branches of its cond and while_loop
+// nodes (each a GraphModule of its own), then recompile() of each that
+// changed.
 bool cse(GraphModule& gm, const std::vector<Target>& banned_ops = {});
 
 }  // namespace fx::passes

@@ -22,7 +22,9 @@ namespace fx::passes {
 // (torch.fx lints first, to be sure the graph is topologically sorted; an
 // fxcpp Graph always is, so this pass does not: call lint() if in doubt.)
 bool eliminate_dead_code(Graph& graph);
-// The same on gm.graph(), then gm.recompile() if anything changed.
+// The same on gm.graph() and on the branches of its cond and while_loop
+// nodes (each a GraphModule of its own), then recompile() of each that
+// changed.
 bool eliminate_dead_code(GraphModule& gm);
 
 }  // namespace fx::passes
