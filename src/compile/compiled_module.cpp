@@ -355,7 +355,12 @@ void write_debug_files(const std::string& debug_dir, const GraphModule& compiled
     source_cpp << s.source;
     for (const std::string& k : s.kernels) kernels_txt << (s.label.empty() ? "" : s.label + ".") << k << "\n";
   }
-  std::ofstream(dir + "/graph.txt") << compiled.graph().to_string();
+  std::ofstream graph_txt(dir + "/graph.txt");
+  graph_txt << compiled.graph().to_string();
+  for (const GraphSource& s : sources)
+    if (!s.label.empty())
+      if (auto* branch = dynamic_cast<const GraphModule*>(compiled.get_submodule(s.label)))
+        graph_txt << "\n" << s.label << ":\n" << branch->graph().to_string();
   std::ofstream phases_txt(dir + "/phases.txt");
   for (const auto& [name, ms] : phases) phases_txt << name << " " << ms << " ms\n";
 }
