@@ -161,6 +161,22 @@ Argument Recorder::tensor_argument(const at::Tensor& t) {
   if (!t.defined()) return None;
   sync(t);
   if (Node* n = node_of(t)) return n;
+  // A number wrapped into a tensor for an operator call (the runtime's
+  // add.Tensor(x, 1)) is the number in the graph, as make_fx records it:
+  // torch hands wrapped numbers to Python as numbers.
+  // (Read from memory: item() is an operator call the capture would see.)
+  if (t.unsafeGetTensorImpl()->is_wrapped_number() && t.device().is_cpu() && t.numel() == 1) {
+    switch (t.scalar_type()) {
+      case at::kBool:
+        return *static_cast<const bool*>(t.const_data_ptr());
+      case at::kLong:
+        return *static_cast<const int64_t*>(t.const_data_ptr());
+      case at::kDouble:
+        return *static_cast<const double*>(t.const_data_ptr());
+      default:
+        break;
+    }
+  }
   std::string path;
   auto root = root_tensors_.find(t.unsafeGetTensorImpl());
   if (root != root_tensors_.end()) {

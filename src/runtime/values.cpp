@@ -2,6 +2,8 @@
 
 #include "internal.h"
 
+#include <ATen/ScalarOps.h>
+
 #include <cmath>
 
 namespace fx::runtime {
@@ -82,15 +84,13 @@ at::Scalar to_scalar(const std::string& fn, const c10::IValue& v) {
 }
 
 at::Tensor wrapped_scalar(const c10::IValue& v) {
-  at::Tensor t;
-  if (v.isBool())
-    t = at::scalar_tensor(v.toBool(), at::kBool);
-  else if (v.isInt())
-    t = at::scalar_tensor(v.toInt(), at::kLong);
-  else if (v.isComplexDouble())
-    t = at::scalar_tensor(c10::Scalar(v.toComplexDouble()), at::kComplexDouble);
-  else
-    t = at::scalar_tensor(v.toDouble(), at::kDouble);
+  // Made as C++'s `x + 1` makes it, without an operator call, so that
+  // fx::capture records the number (add.Tensor(x, 1)), as make_fx does, and
+  // not a scalar_tensor node before the call.
+  at::Tensor t = at::scalar_to_tensor(v.isBool()            ? c10::Scalar(v.toBool())
+                                      : v.isInt()           ? c10::Scalar(v.toInt())
+                                      : v.isComplexDouble() ? c10::Scalar(v.toComplexDouble())
+                                                            : c10::Scalar(v.toDouble()));
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }

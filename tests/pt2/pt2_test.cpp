@@ -2,6 +2,7 @@
 // program with what torch prints for it after torch.export.load and what
 // ep.module() returns; fxcpp loads the same file, prints the same text and
 // gives the same outputs and state. Broken copies are refused by name.
+#include <fx/capture.h>
 #include <fx/compile.h>
 #include <fx/exported_program.h>
 #include <fx/passes/shape_prop.h>
@@ -175,6 +176,16 @@ TEST(LoadExported, ACondCompilesAndTakesEitherBranch) {
   for (const at::Tensor& x : {torch::rand({3}) + 0.5, -torch::rand({3}) - 0.5})
     EXPECT_TRUE(at::allclose(tensor(compiled->run({x})), tensor(ep.run({x}))));
   EXPECT_NE(compiled->compiled_graph().graph().to_string().find("torch.ops.higher_order.cond"), std::string::npos);
+  // The file's add.Tensor(cos, 1) is captured as make_fx records it, the
+  // number a number (not a scalar_tensor node or a constant), so that the
+  // branch's cos and add fuse.
+  auto gm = fx::capture([&](const std::vector<c10::IValue>& in) { return ep.run(in); }, {torch::randn({3})});
+  auto* false_branch = dynamic_cast<fx::GraphModule*>(gm->get_submodule("false_graph_0"));
+  ASSERT_NE(false_branch, nullptr);
+  EXPECT_NE(false_branch->code().find("torch.ops.aten.add.Tensor(cos, 1)"), std::string::npos) << false_branch->code();
+  auto* compiled_false = dynamic_cast<fx::GraphModule*>(compiled->compiled_graph().get_submodule("false_graph_0"));
+  ASSERT_NE(compiled_false, nullptr);
+  EXPECT_NE(compiled_false->graph().to_string().find("cpp_fused_cos_add"), std::string::npos);
 }
 
 TEST(LoadExported, RefusesMalformedFilesByName) {
