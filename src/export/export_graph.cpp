@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../ir/ops_name.h"
 #include "../ir/python_names.h"
 #include "../serialize/argument_json.h"
 #include "schema_enums.h"
@@ -111,20 +112,12 @@ std::string target_name(const std::string& serialized) {
 }
 
 // The dispatcher's operator that a `torch.ops.<namespace>.<op>[.<overload>]`
-// name names, taken apart as Target's OpsName takes it (a packet names the
-// default overload), or nothing.
+// name names (a packet names the default overload), or nothing.
 std::optional<c10::OperatorHandle> find_operator(std::string_view name) {
-  static constexpr std::string_view kPrefix = "torch.ops.";
-  if (!name.starts_with(kPrefix)) return std::nullopt;
-  name.remove_prefix(kPrefix.size());
-  const size_t ns_end = name.find('.');
-  if (ns_end == std::string_view::npos) return std::nullopt;
-  const std::string_view rest = name.substr(ns_end + 1);
-  const size_t op_end = rest.find('.');
-  std::string overload(op_end == std::string_view::npos ? std::string_view() : rest.substr(op_end + 1));
-  if (overload == "default") overload.clear();
+  const auto parts = parse_ops_name(name);
+  if (!parts) return std::nullopt;
   return c10::Dispatcher::singleton().findSchema(
-      {std::string(name.substr(0, ns_end)) + "::" + std::string(rest.substr(0, op_end)), overload});
+      {parts->qualified_op(), std::string(parts->dispatcher_overload())});
 }
 
 class Reader {

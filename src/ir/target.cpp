@@ -6,6 +6,7 @@
 
 #include "flat_map.h"
 #include "namespace.h"
+#include "ops_name.h"
 #include "python_names.h"
 #include "target_entry.h"
 
@@ -70,17 +71,11 @@ const char* find_format(const Format (&table)[N], std::string_view name) {
 
 void describe(TargetEntry& e) {
   std::string_view name = e.name;
-  if (name.starts_with("torch.ops.")) {
+  if ((e.ops = detail::parse_ops_name(name))) {
     // torch.ops.<namespace>.<op>[.<overload>]: Python's __name__ is `op.overload`.
-    size_t ns_end = name.find('.', 10);
-    if (ns_end != std::string_view::npos) {
-      e.py_module = std::string(name.substr(0, ns_end));
-      e.py_name = std::string(name.substr(ns_end + 1));
-      std::string_view op = name.substr(ns_end + 1);
-      size_t dot = op.find('.');
-      e.ops = OpsName{std::string(name.substr(10, ns_end - 10)), std::string(op.substr(0, dot)),
-                      dot == std::string_view::npos ? std::string() : std::string(op.substr(dot + 1))};
-    }
+    const size_t ns_end = name.find('.', 10);
+    e.py_module = std::string(name.substr(0, ns_end));
+    e.py_name = std::string(name.substr(ns_end + 1));
   }
   if (e.py_name.empty()) {
     size_t dot = name.rfind('.');
