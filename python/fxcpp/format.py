@@ -31,6 +31,10 @@ from . import modules as module_specs
 FORMAT = 'fxcpp.GraphModule'
 VERSION = 1
 CONTAINERS = ('torch.nn.Module', 'torch.nn.Sequential', 'torch.nn.ModuleList', 'torch.nn.ModuleDict')
+# A GraphModule below the root (a branch of cond or while_loop, a submodule
+# of split_module): listed with its graph, its tensors and children as a
+# container's.
+GRAPH_MODULE = 'torch.fx.GraphModule'
 # The Python modules a call_function target may come from (torchvision for the
 # functions it wraps for torch.fx, such as torchvision.ops.stochastic_depth).
 # Loading a file imports nothing else.
@@ -285,6 +289,11 @@ def to_json(gm):
             if c is None:
                 continue
             path = prefix + name
+            if isinstance(c, torch.fx.GraphModule):
+                modules.append({'path': path, 'type': GRAPH_MODULE, 'kwargs': {}, 'training': c.training,
+                                'class_name': type(c).__name__, 'graph': graph_to_json(c.graph)})
+                walk(c, path + '.')
+                continue
             try:
                 # A container's own tensors are listed with the tensors, so it needs no constructor arguments.
                 type_ = module_specs.type_name(c)
@@ -302,17 +311,21 @@ def to_json(gm):
                     tensor(f'{path}.{key}', 'parameter' if key in params else 'buffer', t)
 
     walk(gm, '')
+    top = {'format': FORMAT, 'version': VERSION, 'class_name': type(gm).__name__, 'training': gm.training,
+           'modules': modules, 'tensors': tensors, 'graph': graph_to_json(gm.graph)}
+    return top, data
+
+
+def graph_to_json(graph):
     nodes = []
-    for n in gm.graph.nodes:
+    for n in graph.nodes:
         where = f'node {n.name!r}'
         target = target_name(n.target) if n.op == 'call_function' else n.target
         nodes.append({'name': n.name, 'op': n.op, 'target': target,
                       'args': [arg_to_json(a, f'{where} args[{i}]') for i, a in enumerate(n.args)],
                       'kwargs': {k: arg_to_json(v, f'{where} kwargs[{k!r}]') for k, v in n.kwargs.items()},
                       'type': type_name(n.type), 'meta': meta_to_json(n.meta)})
-    top = {'format': FORMAT, 'version': VERSION, 'class_name': type(gm).__name__, 'training': gm.training,
-           'modules': modules, 'tensors': tensors, 'graph': {'nodes': nodes}}
-    return top, data
+    return {'nodes': nodes}
 
 
 def _top_folder(archive, path):
@@ -418,6 +431,7 @@ def _from_json(top, stored):
     root = torch.nn.Module()
     mods = {'': (root, True)}
     flags = []
+    graph_modules = []
     for i, mj in enumerate(top['modules']):
         path = mj['path']
         where = f'modules[{i}] ({path!r})'
@@ -425,7 +439,14 @@ def _from_json(top, stored):
         if not name or path in mods or parent not in mods or not mods[parent][1]:
             raise LoadError(f'{where}: not a new module under a container listed before it')
         kwargs = {k: arg_from_json(v, f'{where}.kwargs.{k}', {}) for k, v in mj['kwargs'].items()}
-        if mj['type'] == 'torch.nn.Module':
+        if mj['type'] == GRAPH_MODULE:
+            if kwargs:
+                raise LoadError(f'{where}: {GRAPH_MODULE} takes no constructor arguments')
+            if 'graph' not in mj:
+                raise LoadError(f'{where}: missing "graph"')
+            m = torch.nn.Module()  # made a GraphModule once its tensors and children are in place
+            graph_modules.append((path, where, mj))
+        elif mj['type'] == 'torch.nn.Module':
             m = torch.nn.Module()
         else:
             try:
@@ -433,7 +454,7 @@ def _from_json(top, stored):
             except (ValueError, TypeError) as e:
                 raise LoadError(f'{where}: {e}') from None
         mods[parent][0].add_module(name, m)
-        mods[path] = (m, mj['type'] in CONTAINERS)
+        mods[path] = (m, mj['type'] in CONTAINERS or mj['type'] == GRAPH_MODULE)
         flags.append((m, mj.get('training', True)))
     declared = set()
     with torch.no_grad():
@@ -478,11 +499,35 @@ def _from_json(top, stored):
                 if f'{path}.{key}' not in declared:
                     raise LoadError(f'tensors: the module {path!r} has the tensor {key!r}, which the file lacks')
 
+    # GraphModules below the root, children before parents.
+    for path, where, mj in reversed(graph_modules):
+        container = mods[path][0]
+        graph = _graph_from_json(mj['graph'], f'{where}.graph')
+        try:
+            gm = torch.fx.GraphModule(container, graph, mj['class_name'])
+        except (RuntimeError, AttributeError) as e:
+            raise LoadError(f'{where}: the graph does not make a GraphModule: {e}') from None
+        parent, _, name = path.rpartition('.')
+        mods[parent][0].add_module(name, gm)
+        mods[path] = (gm, True)
+        flags = [(gm if m is container else m, flag) for m, flag in flags]
+    graph = _graph_from_json(top['graph'], 'graph')
+    try:
+        gm = torch.fx.GraphModule(root, graph, top['class_name'])
+    except (RuntimeError, AttributeError) as e:
+        raise LoadError(f'the graph does not make a GraphModule: {e}') from None
+    gm.train(top['training'])
+    for m, flag in flags:
+        m.train(flag)
+    return gm
+
+
+def _graph_from_json(gj, prefix):
     graph = torch.fx.Graph()
     nodes = {}
-    for i, nj in enumerate(top['graph']['nodes']):
+    for i, nj in enumerate(gj['nodes']):
         name = nj['name']
-        where = f'graph.nodes[{i}] ({name!r})'
+        where = f'{prefix}.nodes[{i}] ({name!r})'
         if name in nodes:
             raise LoadError(f'{where}: a second node named {name!r}')
         op = nj['op']
@@ -499,10 +544,6 @@ def _from_json(top, stored):
         nodes[name] = n
     try:
         graph.lint()
-        gm = torch.fx.GraphModule(root, graph, top['class_name'])
-    except (RuntimeError, AttributeError) as e:
-        raise LoadError(f'the graph does not make a GraphModule: {e}') from None
-    gm.train(top['training'])
-    for m, flag in flags:
-        m.train(flag)
-    return gm
+    except RuntimeError as e:
+        raise LoadError(f'{prefix}: {e}') from None
+    return graph

@@ -29,6 +29,7 @@ using detail::Json;
 
 constexpr const char* kFormat = "fxcpp.GraphModule";
 constexpr int kVersion = 1;
+constexpr const char* kGraphModuleType = "torch.fx.GraphModule";
 
 // ---- save ------------------------------------------------------------------
 
@@ -43,6 +44,19 @@ class FileWriter {
       for (const auto& [name, t] : fm->attributes()) tensor(prefix + name, "attribute", t);
     for (const auto& c : detail::children_of(m)) {
       const std::string path = prefix + c.key();
+      if (const auto* gm = dynamic_cast<const GraphModule*>(c.value().get())) {
+        // A GraphModule below the root (a branch of cond or while_loop, a
+        // submodule of split_module): its graph, then its tensors and
+        // children as a container's.
+        modules_.push_back(Json{{"path", path},
+                                {"type", kGraphModuleType},
+                                {"kwargs", Json::object()},
+                                {"training", gm->is_training()},
+                                {"class_name", gm->type_name()},
+                                {"graph", detail::graph_to_json(gm->graph())}});
+        module_tree(*gm, path + ".");
+        continue;
+      }
       ModuleSpec spec;
       const auto* fm = dynamic_cast<const Module*>(c.value().get());
       try {
@@ -120,6 +134,7 @@ class FileReader {
     read_declarations(array_field(top, "tensors", ""));
     read_modules(array_field(top, "modules", ""));
     place_tensors();
+    make_graph_modules();
     std::unique_ptr<Graph> graph;
     try {
       graph = detail::graph_from_json(field(top, "graph", ""));
@@ -234,9 +249,17 @@ class FileReader {
         throw LoadError(name_ + ": " + e.what());
       }
       std::shared_ptr<torch::nn::Module> m;
-      if (spec.type == "torch.nn.Module") {
-        if (!spec.kwargs.empty()) fail(where, "torch.nn.Module takes no constructor arguments");
+      const bool graph_module = spec.type == kGraphModuleType;
+      if (spec.type == "torch.nn.Module" || graph_module) {
+        if (!spec.kwargs.empty()) fail(where, spec.type + " takes no constructor arguments");
+        // A GraphModule is made once its tensors and children are in place
+        // (make_graph_modules); until then it holds them as a container.
         m = std::make_shared<LoadedContainer>();
+        if (graph_module) {
+          const Json& class_name = field(mj, "class_name", where);
+          if (!class_name.is_string()) fail(where + ".class_name", "expected a string");
+          graph_modules_.push_back({path, where, class_name.get<std::string>(), &field(mj, "graph", where)});
+        }
       } else {
         try {
           // Its parameters, plus room for what initialising them takes.
@@ -260,7 +283,33 @@ class FileReader {
         training_.emplace_back(m, t->get<bool>());
       }
       parent->second.module->register_module(name, m);
-      modules_[path] = {m, detail::is_container_type(spec.type)};
+      modules_[path] = {m, graph_module || detail::is_container_type(spec.type)};
+    }
+  }
+
+  // Each GraphModule of the module tree made from its container, children
+  // before parents (the list is parents first), and put in its place.
+  void make_graph_modules() {
+    for (auto it = graph_modules_.rbegin(); it != graph_modules_.rend(); ++it) {
+      std::unique_ptr<Graph> graph;
+      try {
+        graph = detail::graph_from_json(*it->graph);
+      } catch (const LoadError& e) {
+        fail(it->where, e.what());
+      }
+      Entry& entry = modules_.at(it->path);
+      std::shared_ptr<GraphModule> gm;
+      try {
+        gm = std::make_shared<GraphModule>(dynamic_cast<Module&>(*entry.module), std::move(graph),
+                                           it->class_name);
+      } catch (const Error& e) {
+        fail(it->where, std::string("the graph does not make a GraphModule: ") + e.what());
+      }
+      auto [parent_path, name] = detail::split_path(it->path);
+      modules_.at(parent_path).module->replace_module(name, gm);
+      for (auto& [m, flag] : training_)
+        if (m == entry.module) m = gm;
+      entry.module = gm;
     }
   }
 
@@ -361,6 +410,11 @@ class FileReader {
   std::set<std::string> declared_paths_;
   std::unordered_map<std::string, size_t> bytes_under_;
   std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> training_;
+  struct GraphModuleEntry {
+    std::string path, where, class_name;
+    const Json* graph;  // in the parsed graph.json, which outlives read()
+  };
+  std::vector<GraphModuleEntry> graph_modules_;
 };
 
 // `source` is a stream or bytes (detail::open_zip).

@@ -1,5 +1,6 @@
 // fx::save / fx::load: round trips of GraphModules through files, and the
 // errors a malformed file gives.
+#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
 #include <fx/passes/shape_prop.h>
@@ -10,6 +11,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -53,7 +55,8 @@ void expect_same_outputs(fx::GraphModule& a, fx::GraphModule& b) {
   ASSERT_TRUE(x.isTuple() && y.isTuple());
   auto xs = x.toTupleRef().elements(), ys = y.toTupleRef().elements();
   ASSERT_EQ(xs.size(), ys.size());
-  for (size_t i = 0; i < xs.size(); ++i) EXPECT_TRUE(xs[i].toTensor().equal(ys[i].toTensor())) << "output " << i;
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_TRUE(xs[i].toTensor().equal(ys[i].toTensor())) << "output " << i;
 }
 
 TEST(GraphModuleFile, RoundTripKeepsGraphCodeTensorsAndOutputs) {
@@ -81,8 +84,10 @@ TEST(GraphModuleFile, RoundTripKeepsTensorMeta) {
   size_t with_meta = 0;
   for (; a != gm->graph().nodes().end(); ++a, ++b) {
     std::vector<std::string> ma, mb;
-    fx::passes::for_each_tensor_meta(**a, [&](const fx::passes::TensorMetadata& m) { ma.push_back(m.repr()); });
-    fx::passes::for_each_tensor_meta(**b, [&](const fx::passes::TensorMetadata& m) { mb.push_back(m.repr()); });
+    fx::passes::for_each_tensor_meta(**a,
+                                     [&](const fx::passes::TensorMetadata& m) { ma.push_back(m.repr()); });
+    fx::passes::for_each_tensor_meta(**b,
+                                     [&](const fx::passes::TensorMetadata& m) { mb.push_back(m.repr()); });
     EXPECT_EQ(ma, mb) << (*a)->name();
     with_meta += !ma.empty();
   }
@@ -159,13 +164,20 @@ TEST(GraphModuleFile, RejectsMalformedJsonNamingThePosition) {
   EXPECT_THAT(load_error(edited([](Json& j) { j.erase("graph"); })), HasSubstr("missing \"graph\""));
   EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["op"] = "call_everything"; })),
               HasSubstr("graph.nodes[3] ('matmul').op"));
-  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["args"][0] = Json{{"node", "relu"}}; })),
-              HasSubstr("graph.nodes[3] ('matmul').args[0]: refers to node 'relu', which is not defined before"));
-  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["args"][0] = Json{{"set", 1}}; })),
+  EXPECT_THAT(
+      load_error(edited([](Json& j) {
+        node(j, "matmul")["args"][0] = Json{{"node", "relu"}};
+      })),
+      HasSubstr("graph.nodes[3] ('matmul').args[0]: refers to node 'relu', which is not defined before"));
+  EXPECT_THAT(load_error(edited([](Json& j) {
+                node(j, "matmul")["args"][0] = Json{{"set", 1}};
+              })),
               HasSubstr("unknown argument kind \"set\""));
   EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["name"] = "x"; })),
               HasSubstr("a second node named 'x'"));
-  EXPECT_THAT(load_error(edited([](Json& j) { node(j, "sum_1")["kwargs"]["dtype"] = Json{{"dtype", "torch.f64"}}; })),
+  EXPECT_THAT(load_error(edited([](Json& j) {
+                node(j, "sum_1")["kwargs"]["dtype"] = Json{{"dtype", "torch.f64"}};
+              })),
               HasSubstr("unknown dtype 'torch.f64'"));
   EXPECT_THAT(load_error(edited([](Json& j) { node(j, "matmul")["target"] = "torch.no_such_function"; })),
               HasSubstr("torch.no_such_function"));
@@ -178,8 +190,12 @@ TEST(GraphModuleFile, RejectsMalformedJsonNamingThePosition) {
 }
 
 TEST(GraphModuleFile, RejectsTensorsThatDoNotMatchTheirDeclaration) {
-  EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"][0]["shape"] = Json::array({4, 5}); })),
-              HasSubstr("tensors[0] ('w'): declared torch.float32[4, 5] but the stored tensor is torch.float32[4, 4]"));
+  EXPECT_THAT(
+      load_error(edited([](Json& j) {
+        j["tensors"][0]["shape"] = Json::array({4, 5});
+      })),
+      HasSubstr(
+          "tensors[0] ('w'): declared torch.float32[4, 5] but the stored tensor is torch.float32[4, 4]"));
   EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"].erase(1); })),
               HasSubstr("the stored tensor 'scale' is not declared"));
   EXPECT_THAT(load_error(edited([](Json& j) { j["tensors"][0]["path"] = "v"; })),
@@ -190,7 +206,8 @@ TEST(GraphModuleFile, RejectsTensorsThatDoNotMatchTheirDeclaration) {
 TEST(GraphModuleFile, SaveNamesWhatHasNoFileForm) {
   auto g = std::make_unique<fx::Graph>();
   fx::Node* x = g->placeholder("x");
-  fx::Node* y = g->call_function("operator.add", {x, fx::make_opaque(c10::IValue(torch::ones({1})), "<object>")});
+  fx::Node* y =
+      g->call_function("operator.add", {x, fx::make_opaque(c10::IValue(torch::ones({1})), "<object>")});
   g->output(y);
   std::map<std::string, fx::GraphModule::Attr> root;
   try {
@@ -200,6 +217,98 @@ TEST(GraphModuleFile, SaveNamesWhatHasNoFileForm) {
   } catch (const fx::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("node 'add' args[1]: the constant <object> has no representation"));
   }
+}
+
+// A captured cond and while_loop: their branches are GraphModules below the
+// root, saved with their graphs and loaded as GraphModules again.
+std::unique_ptr<fx::GraphModule> captured_control_flow() {
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    at::Tensor y = fx::cond(
+        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
+        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
+    auto loop = fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
+                               [](const fx::Tensors& c) {
+                                 return fx::Tensors{c[0] + 1, c[1] * 2};
+                               },
+                               {torch::zeros({}, torch::kLong), y});
+    return loop[1];
+  };
+  return fx::capture(fn, {torch::randn({3, 4})});
+}
+
+TEST(GraphModuleFile, BranchesOfCondAndWhileLoopRoundTrip) {
+  auto gm = captured_control_flow();
+  auto loaded = fx::load_from_bytes(fx::save_to_bytes(*gm));
+  EXPECT_EQ(loaded->graph().to_string(), gm->graph().to_string());
+  EXPECT_EQ(loaded->code(), gm->code());
+  size_t branches = 0;
+  for (const char* path :
+       {"true_graph_0", "false_graph_0", "while_loop_cond_graph_0", "while_loop_body_graph_0"}) {
+    auto* want = dynamic_cast<fx::GraphModule*>(gm->get_submodule(path));
+    auto* got = dynamic_cast<fx::GraphModule*>(loaded->get_submodule(path));
+    ASSERT_NE(want, nullptr) << path;
+    ASSERT_NE(got, nullptr) << path;
+    EXPECT_EQ(got->graph().to_string(), want->graph().to_string()) << path;
+    EXPECT_EQ(got->code(), want->code()) << path;
+    EXPECT_EQ(got->type_name(), want->type_name()) << path;
+    ++branches;
+  }
+  EXPECT_EQ(branches, 4u);
+  for (double sign : {1.0, -1.0}) {
+    at::Tensor x = torch::rand({3, 4}) * sign;  // either branch
+    EXPECT_TRUE(loaded->run({x}).toTensor().allclose(gm->run({x}).toTensor())) << sign;
+  }
+}
+
+TEST(GraphModuleFile, ABranchWithoutAGraphIsRefusedByPath) {
+  auto gm = captured_control_flow();
+  const std::string bytes = fx::save_to_bytes(*gm);
+  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    const std::string path = testing::TempDir() + "control_flow.fxg";
+    std::ofstream(path, std::ios::binary) << bytes;
+    auto archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    auto [data, size] = archive->getRecord("graph.json");
+    auto top = nlohmann::json::parse(static_cast<const char*>(data.get()),
+                                     static_cast<const char*>(data.get()) + size);
+    edit(top);
+    std::string out;
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+      out.append(static_cast<const char*>(p), n);
+      return n;
+    });
+    for (const std::string& name : archive->getAllRecords()) {
+      if (name == "graph.json" || name == "version" || name == ".data/version" ||
+          name == ".data/serialization_id")
+        continue;
+      auto [d, n] = archive->getRecord(name);
+      writer.writeRecord(name, d.get(), n);
+    }
+    const std::string json = top.dump();
+    writer.writeRecord("graph.json", json.data(), json.size());
+    writer.writeEndOfFile();
+    return out;
+  };
+  auto error = [](const std::string& file) -> std::string {
+    try {
+      fx::load_from_bytes(file);
+    } catch (const fx::LoadError& e) {
+      return e.what();
+    }
+    return "(loaded)";
+  };
+  auto branch = [](nlohmann::json& top) -> nlohmann::json& {
+    for (auto& m : top["modules"])
+      if (m["path"] == "false_graph_0") return m;
+    throw std::runtime_error("no false_graph_0");
+  };
+  EXPECT_THAT(error(edited([&](nlohmann::json& top) { branch(top).erase("graph"); })),
+              HasSubstr("modules[1] ('false_graph_0'): missing \"graph\""));
+  EXPECT_THAT(
+      error(edited([&](nlohmann::json& top) { branch(top)["graph"]["nodes"][1]["op"] = "call_nothing"; })),
+      HasSubstr("modules[1] ('false_graph_0'): graph.nodes[1]"));
+  EXPECT_THAT(error(edited([&](nlohmann::json& top) { branch(top)["kwargs"]["x"] = 1; })),
+              HasSubstr("torch.fx.GraphModule takes no constructor arguments"));
 }
 
 // A torch.save archive whose data.pkl is `pickle` (protocol 2, no tensors).
@@ -224,7 +333,9 @@ std::string read_error(const std::string& pickle) {
 // leak (LeakSanitizer checks this test) nor overflow the stack when freed.
 TEST(TorchLoad, CyclesAndDeepNestingAreFreedAndRefused) {
   // pickle.dumps({'w': l}, protocol=2) where l = []; l.append(l)
-  const char kCycle[] = "\x80\x02}q\x00X\x01\x00\x00\x00wq\x01]q\x02h\x02" "as.";
+  const char kCycle[] =
+      "\x80\x02}q\x00X\x01\x00\x00\x00wq\x01]q\x02h\x02"
+      "as.";
   const std::string cycle(kCycle, sizeof kCycle - 1);
   EXPECT_THAT(read_error(cycle), HasSubstr("maps a str to a list ('w')"));
   // [[[...]]], a million deep: MARK * n, EMPTY_LIST, LIST * n.
@@ -234,4 +345,3 @@ TEST(TorchLoad, CyclesAndDeepNestingAreFreedAndRefused) {
 }
 
 }  // namespace
-

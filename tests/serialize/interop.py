@@ -62,6 +62,14 @@ def models():
     x, w = torch.randn(3, 4), torch.randn(5, 4)
     yield 'make_fx', make_fx(linear_relu_sum)(x, w), [x, w]
 
+    # torch.cond and torch.while_loop: their branches are GraphModules below
+    # the root (true_graph_0, while_loop_body_graph_0, ...).
+    def control_flow(x):
+        y = torch.cond(x.sum() > 0, lambda a: (a.sin() * 2,), lambda a: (a.cos() + 1,), (x,))[0]
+        _, z = torch.while_loop(lambda i, c: i < 3, lambda i, c: (i + 1, c * 2), (torch.zeros((), dtype=torch.long), y))
+        return z
+    yield 'control_flow', make_fx(control_flow)(x), [x]
+
 
 def flat(out):
     if isinstance(out, (tuple, list)):
@@ -88,11 +96,19 @@ def export(root):
         io.update({f'out.{i}': y for i, y in enumerate(outputs)})
         torch.save(io, base + '.io.pt')
         with open(base + '.json', 'w') as f:
-            json.dump({'graph': fxcpp_text(str(gm.graph), pairs), 'code': fxcpp_text(gm.code, pairs)}, f)
+            texts = lambda m: {'graph': fxcpp_text(str(m.graph), pairs), 'code': fxcpp_text(m.code, pairs)}  # noqa: E731
+            json.dump({**texts(gm), 'submodules': {path: texts(m) for path, m in graph_modules(gm)}}, f)
         # The file reads back in Python too.
         back = fxfile.load(base + '.fxg')
         assert str(back.graph) == str(gm.graph), name
         assert back.code == gm.code, name
+        for (path, m), (_, b) in zip(graph_modules(gm), graph_modules(back), strict=True):
+            assert str(b.graph) == str(m.graph) and b.code == m.code, f'{name}: {path}'
+
+
+def graph_modules(gm):
+    """The GraphModules below the root, by path."""
+    return [(path, m) for path, m in gm.named_modules() if path and isinstance(m, torch.fx.GraphModule)]
 
 
 def check(root):
@@ -109,10 +125,19 @@ def check(root):
         pairs = normalizations.normalizations(
             [fxfile.target_name(t) for t in targets if fxfile.target_name(t).startswith('torch.nn.functional.')])
         # fxcpp prints the name it was given (torch.nn.functional.gelu), torch.fx the builtin's (torch._C._nn.gelu).
-        for kind, text in (('graph', str(gm.graph)), ('code', gm.code)):
+        texts = [('graph', str(gm.graph), expected['graph']), ('code', gm.code, expected['code'])]
+        submodules = expected.get('submodules', {})
+        if sorted(path for path, _ in graph_modules(gm)) != sorted(submodules):
+            failures.append(f'{name}: GraphModules below the root {[p for p, _ in graph_modules(gm)]}, '
+                            f'fxcpp had {sorted(submodules)}')
+        for path, m in graph_modules(gm):
+            if path in submodules:
+                texts += [(f'{path} graph', str(m.graph), submodules[path]['graph']),
+                          (f'{path} code', m.code, submodules[path]['code'])]
+        for kind, text, want in texts:
             text = fxcpp_text(text, pairs)
-            if text != expected[kind]:
-                failures.append(f'{name}: {kind} differs:\n--- torch.fx\n{text}\n--- fxcpp\n{expected[kind]}')
+            if text != want:
+                failures.append(f'{name}: {kind} differs:\n--- torch.fx\n{text}\n--- fxcpp\n{want}')
         io = fxfile.load_tensors(base + '.io.pt')  # torch::pickle_save's file: tagged dicts
         inputs = [io[f'in.{i}'] for i in range(sum(k.startswith('in.') for k in io))]
         with torch.no_grad():

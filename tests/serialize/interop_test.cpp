@@ -3,6 +3,7 @@
 // and gives the same outputs. This test writes fxcpp's (DATA/cpp), which
 // interop.py check reads back into torch.fx.
 #include <fx/capture.h>
+#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
 #include <fx/models/mobilenetv2.h>
@@ -53,6 +54,14 @@ TEST_P(FromTorchFx, LoadsWithTheSameTextAndOutputs) {
   auto expected = read_json(base + ".json");
   EXPECT_EQ(gm->graph().to_string(), expected["graph"].get<std::string>());
   EXPECT_EQ(gm->code(), expected["code"].get<std::string>());
+  // GraphModules below the root (cond's branches) print as torch.fx's did.
+  const nlohmann::json submodules = expected.value("submodules", nlohmann::json::object());
+  for (auto it = submodules.begin(); it != submodules.end(); ++it) {
+    auto* sub = dynamic_cast<fx::GraphModule*>(gm->get_submodule(it.key()));
+    ASSERT_NE(sub, nullptr) << it.key() << " is not a GraphModule";
+    EXPECT_EQ(sub->graph().to_string(), it.value()["graph"].get<std::string>()) << it.key();
+    EXPECT_EQ(sub->code(), it.value()["code"].get<std::string>()) << it.key();
+  }
 
   std::map<std::string, at::Tensor> io;
   for (auto& [k, t] : fx::read_state_dict(base + ".io.pt")) io[k] = t;
@@ -68,16 +77,22 @@ TEST_P(FromTorchFx, LoadsWithTheSameTextAndOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FromTorchFx,
-                         testing::Values("functional", "resnet18", "mobilenet_v2", "make_fx"));
+                         testing::Values("functional", "resnet18", "mobilenet_v2", "make_fx",
+                                         "control_flow"));
 
 // fxcpp's graph text, code, inputs and outputs beside its file, for interop.py check.
 void write_for_python(const std::string& name, fx::GraphModule& gm, const std::vector<at::Tensor>& inputs) {
   fs::create_directories(kData + "/cpp");
   const std::string base = kData + "/cpp/" + name;
   fx::save(gm, base + ".fxg");
+  nlohmann::json submodules = nlohmann::json::object();
+  for (const auto& item : gm.named_modules("", /*include_self=*/false))
+    if (const auto* sub = dynamic_cast<const fx::GraphModule*>(item.value().get()))
+      submodules[item.key()] = {{"graph", sub->graph().to_string()}, {"code", sub->code()}};
   std::ofstream(base + ".json") << nlohmann::json{
       {"graph", gm.graph().to_string()},
-      {"code", gm.code()}}.dump();
+      {"code", gm.code()},
+      {"submodules", submodules}}.dump();
   std::vector<c10::IValue> in(inputs.begin(), inputs.end());
   torch::NoGradGuard no_grad;
   auto outputs = flat(gm.run(in));
@@ -117,6 +132,21 @@ TEST(ToTorchFx, WritesFilesForInteropCheck) {
   auto captured = fx::capture(*resnet, step, {image}, options);
   resnet->eval();  // the same BatchNorm statistics in both runs
   write_for_python("resnet18_training_step_captured", *captured, {image});
+
+  // cond and while_loop, captured: their branches are GraphModules below the root.
+  auto control_flow = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    at::Tensor y = fx::cond(
+        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
+        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
+    return fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
+                          [](const fx::Tensors& c) {
+                            return fx::Tensors{c[0] + 1, c[1] * 2};
+                          },
+                          {torch::zeros({}, torch::kLong), y})[1];
+  };
+  at::Tensor x = torch::randn({3, 4});
+  write_for_python("control_flow_captured", *fx::capture(control_flow, {x}), {x});
 }
 
 }  // namespace
