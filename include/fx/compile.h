@@ -6,8 +6,7 @@
 //
 // Each call's inputs are checked against guards (dtype, device, sizes and
 // strides of each tensor, the value of each other input, grad mode). The
-// first call that fits no specialization (of at most 8) captures the code on
-// those inputs
+// first call that fits no specialization captures the code on those inputs
 // (fx::capture, functionalized), decomposes it (decompose.cpp), lowers its
 // float32 pointwise operators to vector expressions (lower.cpp), groups them
 // into kernels (schedule.cpp), writes one C++ source with an `extern "C"`
@@ -16,6 +15,12 @@
 // source (build.cpp), and runs a GraphModule in which each kernel is one
 // call_function node; every other operator (matmul, convolution,
 // reductions, views) stays an ATen call. docs/compile.md says what is fused.
+//
+// The first sizes get static kernels (sizes in their source). From the
+// second size on, kernels take their sizes and strides as arguments: a new
+// size captures again (milliseconds) but builds nothing when its kernels
+// have the same form, which they do unless a dimension becomes 1 or an
+// input's layout changes. So one built kernel serves every size.
 //
 // Training is not compiled yet: while grad mode is on and an input or a
 // parameter requires grad, run() calls the original code, so that autograd
@@ -26,9 +31,12 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace torch::nn {
@@ -78,9 +86,16 @@ class CompiledModule {
   c10::IValue run(const std::vector<c10::IValue>& inputs);
   at::Tensor operator()(const at::Tensor& x) { return run({x}).toTensor(); }
 
-  // After this many, calls that fit none of them run the original code,
-  // with one warning (c10's TORCH_WARN).
-  static constexpr size_t kMaxSpecializations = 8;
+  // Programs (kernel sources, each one build) this module may make. A call
+  // whose specialization needs another runs the original code, with one
+  // warning (c10's TORCH_WARN): inputs whose kernels keep changing would
+  // otherwise build at every call.
+  static constexpr size_t kMaxPrograms = 8;
+  size_t num_programs() const;
+  // Specializations (one per guard: sizes, strides, dtypes, values) kept;
+  // past this many the least recently used is dropped, and compiled again
+  // (capture and phases, not a build) if its inputs come back.
+  static constexpr size_t kMaxSpecializations = 64;
   size_t num_specializations() const;
   // The GraphModule the last compiled specialization runs (its kernels are
   // call_function nodes `fxcpp.compiled.k<hash>.cpp_fused_<ops>_<i>`), and
@@ -90,16 +105,18 @@ class CompiledModule {
 
  private:
   struct Specialization;
-  // The specialization for these inputs, compiled now if need be; nullptr
-  // once kMaxSpecializations exist and none fits.
-  Specialization* specialize(const std::vector<c10::IValue>& inputs);
+  // The specialization for these inputs, compiled now if need be (one
+  // without a compiled graph runs the original code). Called under mu_.
+  std::shared_ptr<Specialization> specialize(const std::vector<c10::IValue>& inputs);
 
   torch::nn::Module* root_;
   Function fn_;
   CompileOptions options_;
-  std::mutex mu_;  // guards specializations_, last_ and warned_
-  std::vector<std::unique_ptr<Specialization>> specializations_;
-  Specialization* last_ = nullptr;
+  mutable std::mutex mu_;                                       // guards what follows
+  std::list<std::shared_ptr<Specialization>> specializations_;  // the most recently used first
+  std::unordered_map<std::string, std::list<std::shared_ptr<Specialization>>::iterator> by_key_;
+  std::unordered_set<std::string> programs_;  // MD5 of each kernel source built
+  std::shared_ptr<Specialization> last_;      // the last compiled
   bool warned_ = false;
 };
 

@@ -4,6 +4,8 @@
 
 #include "phases.h"
 
+#include "../passes/md5.h"
+
 #include <fx/error.h>
 #include <fx/passes/cse.h>
 #include <fx/runtime.h>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <unordered_set>
@@ -26,46 +29,68 @@ namespace cd = compile_detail;
 
 namespace {
 
-using KernelFn = void (*)(const float* const*, float* const*);
+using KernelFn = void (*)(const float* const*, float* const*, const int64_t*);
 
-// What a kernel node does when the GraphModule runs it: checks its inputs
-// against the sizes it was built for, allocates its outputs, calls it.
+// What a kernel node does when the GraphModule runs it: its arguments are
+// the kernel's input tensors and then the shape it loops over. It checks
+// that the inputs have the form the kernel was written for (copying one
+// that an ATen call laid out otherwise this time), allocates the outputs,
+// and calls the kernel with the sizes and strides of this call: one
+// registered kernel serves every size of its form.
 class KernelCall : public Callable {
  public:
-  KernelCall(std::string name, KernelFn fn, std::vector<passes::TensorMetadata> inputs,
-             std::vector<std::vector<int64_t>> outputs)
-      : name_(std::move(name)), fn_(fn), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+  KernelCall(std::string name, KernelFn fn, cd::KernelForm form)
+      : name_(std::move(name)), fn_(fn), form_(std::move(form)) {}
 
   c10::IValue call(std::vector<c10::IValue> args, IValueKwargs) const override {
-    if (args.size() != inputs_.size())
-      throw Error(name_ + ": takes " + std::to_string(inputs_.size()) + " tensors, got " +
-                  std::to_string(args.size()));
-    std::vector<at::Tensor> keep(args.size());
-    std::vector<const float*> in(args.size());
-    for (size_t i = 0; i < args.size(); ++i) {
-      const passes::TensorMetadata& want = inputs_[i];
+    const size_t n = form_.scalar.size();
+    if (args.size() != n + 1 || !args.back().isIntList())
+      throw Error(name_ + ": takes " + std::to_string(n) + " tensors and the shape it loops over, got " +
+                  std::to_string(args.size()) + " arguments");
+    const std::vector<int64_t> shape = args.back().toIntVector();
+    std::vector<at::Tensor> in(n);
+    std::vector<std::vector<int64_t>> read(n);
+    for (size_t i = 0; i < n; ++i) {
       if (!args[i].isTensor()) throw Error(name_ + ": input " + std::to_string(i) + " is not a tensor");
-      at::Tensor t = args[i].toTensor();
-      if (t.scalar_type() != at::kFloat || !t.device().is_cpu() || t.sizes() != at::IntArrayRef(want.shape)) {
-        std::ostringstream got;
-        got << c10::toString(t.scalar_type()) << " " << t.device() << " " << t.sizes();
-        throw Error(name_ + ": input " + std::to_string(i) + " is " + got.str() +
-                    ", the kernel was built for float32 CPU tensors of its specialization's sizes");
-      }
-      // Strides other than the specialization's (an ATen op that chose
-      // another layout this time): read a copy in the expected layout.
-      if (t.numel() > 1 && t.strides() != at::IntArrayRef(want.stride))
-        t = at::empty_strided(want.shape, want.stride, t.options()).copy_(t);
-      keep[i] = t;
-      in[i] = t.data_ptr<float>();
+      in[i] = args[i].toTensor();
+      if (in[i].scalar_type() != at::kFloat || !in[i].device().is_cpu())
+        throw Error(name_ + ": input " + std::to_string(i) + " is " + c10::toString(in[i].scalar_type()) +
+                    " on " + in[i].device().str() + "; the kernel takes float32 CPU tensors");
+      auto s = cd::read_strides(in[i].sizes(), in[i].strides(), shape);
+      if (!s)
+        throw Error(name_ + ": input " + std::to_string(i) + " of sizes " + c10::str(in[i].sizes()) +
+                    " does not broadcast to the kernel's shape " + c10::str(c10::IntArrayRef(shape)));
+      read[i] = std::move(*s);
     }
-    std::vector<at::Tensor> out(outputs_.size());
-    std::vector<float*> out_ptrs(outputs_.size());
-    for (size_t o = 0; o < outputs_.size(); ++o) {
-      out[o] = at::empty(outputs_[o], at::TensorOptions().dtype(at::kFloat));
+    auto dims = cd::kernel_dims(form_, shape, read);
+    if (!dims) {
+      // An ATen call chose another layout than at compile time: read
+      // contiguous copies of the inputs the form does not fit.
+      for (size_t i = 0; i < n; ++i)
+        if (!in[i].is_contiguous()) {
+          in[i] = in[i].contiguous();
+          read[i] = *cd::read_strides(in[i].sizes(), in[i].strides(), shape);
+        }
+      dims = cd::kernel_dims(form_, shape, read);
+      if (!dims)
+        throw Error(name_ + ": its inputs at shape " + c10::str(c10::IntArrayRef(shape)) + " are not " +
+                    (form_.baked.empty()
+                         ? "laid out as the kernel was written for"
+                         : "of the sizes and layout the kernel was built for (a static kernel)") +
+                    "; compile again");
+    }
+    std::vector<const float*> in_ptrs(n);
+    for (size_t i = 0; i < n; ++i) in_ptrs[i] = in[i].data_ptr<float>();
+    std::vector<int64_t> per_row = shape;
+    if (!per_row.empty()) per_row.back() = 1;
+    const size_t outputs = form_.full_outputs.size();
+    std::vector<at::Tensor> out(outputs);
+    std::vector<float*> out_ptrs(outputs);
+    for (size_t o = 0; o < outputs; ++o) {
+      out[o] = at::empty(form_.full_outputs[o] ? shape : per_row, at::TensorOptions().dtype(at::kFloat));
       out_ptrs[o] = out[o].data_ptr<float>();
     }
-    fn_(in.data(), out_ptrs.data());
+    fn_(in_ptrs.data(), out_ptrs.data(), dims->data());
     if (out.size() == 1) return out[0];
     return c10::ivalue::Tuple::create(std::vector<c10::IValue>(out.begin(), out.end()));
   }
@@ -74,8 +99,7 @@ class KernelCall : public Callable {
  private:
   std::string name_;
   KernelFn fn_;
-  std::vector<passes::TensorMetadata> inputs_;
-  std::vector<std::vector<int64_t>> outputs_;  // sizes, each written contiguous
+  cd::KernelForm form_;
 };
 
 // The guard of one call: what a specialization assumed about its inputs,
@@ -234,9 +258,13 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 // kernel's last member. The branches of its cond and while_loop nodes are
 // compiled the same way (each on zeros shaped as its operands) and replace
 // the submodules they came from.
+// `may_build(source)` is asked before each library is built or loaded.
+// `dynamic`: kernels that take their sizes as arguments, else static ones.
 std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,
                                            const CompileOptions& options, CompileReport& report,
-                                           std::vector<GraphSource>& sources, const std::string& label) {
+                                           std::vector<GraphSource>& sources, const std::string& label,
+                                           const std::function<void(const std::string&)>& may_build,
+                                           bool dynamic) {
   Phases& phase = report.phase_ms;
   auto t = std::chrono::steady_clock::now();
   Graph& graph = captured.graph();
@@ -257,10 +285,12 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   for (const cd::Kernel& k : kernels)
     for (Node* out : k.outputs) out->meta().set("tensor_meta", cd::contiguous(*cd::tensor_meta(*out)));
   add_phase(phase, "schedule", ms_since(t));
-  const std::string source = cd::generate_cpp(kernels, lowered, options.threads);
+  const cd::GeneratedSource generated = cd::generate_cpp(kernels, lowered, options.threads, dynamic);
+  const std::string& source = generated.source;
   add_phase(phase, "codegen", ms_since(t));
   std::shared_ptr<const cd::Library> library;
   if (!kernels.empty()) {
+    may_build(source);
     library = cd::build_library(source, options.cache_dir, options.compiler);
   }
   add_phase(phase, "build", ms_since(t));
@@ -277,7 +307,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
       const std::string where = (label.empty() ? "" : label + ".") + path;
       // while_loop's condition and body both take the carried values.
       branches.emplace_back(path, compile_graph(*branch, example_inputs(call.operands, where), options,
-                                                report, sources, where));
+                                                report, sources, where, may_build, dynamic));
     }
   }
   t = std::chrono::steady_clock::now();  // the branches counted their own phases
@@ -292,6 +322,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
                     library && library->cache_hit,
                     source,
                     {}};
+  std::unordered_map<const cd::Kernel*, const cd::KernelForm*> forms;
+  for (size_t i = 0; i < kernels.size(); ++i) forms[&kernels[i]] = &generated.forms[i];
   for (const cd::Kernel& k : kernels) {
     runs_at[k.members.back()] = &k;
     fused.insert(k.members.begin(), k.members.end());
@@ -311,18 +343,15 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     auto it = runs_at.find(n);
     if (it == runs_at.end()) continue;
     const cd::Kernel& k = *it->second;
-    std::vector<passes::TensorMetadata> metas;
-    std::vector<std::vector<int64_t>> output_sizes;
-    for (Node* out : k.outputs) output_sizes.push_back(cd::tensor_meta(*out)->shape);
     Args args;
-    for (Node* in : k.inputs) {
-      metas.push_back(*cd::tensor_meta(*in));
-      args.push_back(map.at(in));
-    }
+    for (Node* in : k.inputs) args.push_back(map.at(in));
+    std::vector<Argument> shape;
+    for (int64_t d : k.shape) shape.emplace_back(d);
+    args.push_back(list(std::move(shape)));
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     register_function(
         target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             std::move(metas), std::move(output_sizes)));
+                                             *forms.at(&k)));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;
@@ -370,9 +399,15 @@ void write_debug_files(const std::string& debug_dir, const GraphModule& compiled
 struct CompiledModule::Specialization {
   std::string key;
   std::unique_ptr<GraphModule> captured;  // owns the attributes the compiled graph reads
-  std::unique_ptr<GraphModule> compiled;
+  std::unique_ptr<GraphModule> compiled;  // nullptr: these inputs run the original code
   CompileReport report;
 };
+
+namespace {
+// Thrown by may_build when a specialization needs a program past
+// kMaxPrograms; the specialization then runs the original code.
+struct TooManyPrograms {};
+}  // namespace
 
 CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options)
     : root_(root), fn_(std::move(fn)), options_(std::move(options)) {
@@ -384,14 +419,24 @@ CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOpti
 
 CompiledModule::~CompiledModule() = default;
 
-size_t CompiledModule::num_specializations() const { return specializations_.size(); }
+size_t CompiledModule::num_specializations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return specializations_.size();
+}
+
+size_t CompiledModule::num_programs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return programs_.size();
+}
 
 GraphModule& CompiledModule::compiled_graph() const {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!last_) throw Error("fx::CompiledModule::compiled_graph: nothing is compiled before the first run()");
   return *last_->compiled;
 }
 
 const CompileReport& CompiledModule::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!last_) throw Error("fx::CompiledModule::report: nothing is compiled before the first run()");
   return last_->report;
 }
@@ -404,33 +449,27 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
       for (const auto& p : root_->parameters()) grad = grad || p.requires_grad();
     if (grad) return fn_(inputs);  // autograd must see every operator: not compiled yet
   }
-  GraphModule* compiled;
+  std::shared_ptr<Specialization> s;
   {
     std::lock_guard<std::mutex> lock(mu_);  // threads share specializations; each runs its own call
-    Specialization* s = specialize(inputs);
-    if (!s) return fn_(inputs);
-    compiled = s->compiled.get();
+    s = specialize(inputs);
   }
-  return compiled->run(inputs);
+  // `s` keeps the specialization alive while it runs, should another
+  // thread's call evict it meanwhile.
+  if (!s->compiled) return fn_(inputs);
+  return s->compiled->run(inputs);
 }
 
-CompiledModule::Specialization* CompiledModule::specialize(const std::vector<c10::IValue>& inputs) {
+std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
+    const std::vector<c10::IValue>& inputs) {
   const std::string key = guard_key(inputs);
-  if (last_ && last_->key == key) return last_;
-  for (auto& s : specializations_)
-    if (s->key == key) return last_ = s.get();
-  if (specializations_.size() == kMaxSpecializations) {
-    // Inputs that change at every call would compile at every call.
-    if (!warned_)
-      TORCH_WARN(
-          "fx::compile: ", kMaxSpecializations,
-          " specializations compiled (sizes, strides or dtypes keep changing); calls that fit none of them "
-          "run the original code");
-    warned_ = true;
-    return nullptr;
+  if (auto it = by_key_.find(key); it != by_key_.end()) {
+    specializations_.splice(specializations_.begin(), specializations_, it->second);  // most recent first
+    if ((*it->second)->compiled) last_ = *it->second;
+    return *it->second;
   }
 
-  auto s = std::make_unique<Specialization>();
+  auto s = std::make_shared<Specialization>();
   s->key = key;
   auto& phase = s->report.phase_ms;
   auto t = std::chrono::steady_clock::now();
@@ -440,21 +479,52 @@ CompiledModule::Specialization* CompiledModule::specialize(const std::vector<c10
   s->captured = root_ ? capture(*root_, fn_, inputs, capture_options) : capture(fn_, inputs, capture_options);
   phase.emplace_back("capture", ms_since(t));
   std::vector<GraphSource> sources;
-  s->compiled = compile_graph(*s->captured, std::vector<Value>(inputs.begin(), inputs.end()), options_,
-                              s->report, sources, "");
-  // The report's library is the top graph's (a branch's when it has none);
-  // a cache hit means every library was found built.
-  bool any = false, all_hit = true;
-  for (const GraphSource& src : sources) {
-    if (src.library.empty()) continue;
-    if (!any) s->report.library = src.library;
-    any = true;
-    all_hit = all_hit && src.cache_hit;
+  // A program (a kernel source) this module has built serves every size
+  // that generates it; each new one costs a build, so their number is
+  // bounded: inputs whose kernels keep changing would build at every call.
+  auto may_build = [this](const std::string& source) {
+    const auto digest = passes::detail::md5(source);
+    const std::string id(digest.begin(), digest.end());
+    if (programs_.count(id)) return;
+    if (programs_.size() == kMaxPrograms) throw TooManyPrograms{};
+    programs_.insert(id);
+  };
+  // The first sizes get static kernels; once a second comes, kernels
+  // take their sizes as arguments and serve every size of their form
+  // (torch.compile's automatic dynamic shapes).
+  const bool dynamic = !programs_.empty();
+  try {
+    s->compiled = compile_graph(*s->captured, std::vector<Value>(inputs.begin(), inputs.end()), options_,
+                                s->report, sources, "", may_build, dynamic);
+  } catch (const TooManyPrograms&) {
+    if (!warned_)
+      TORCH_WARN("fx::compile: ", kMaxPrograms,
+                 " kernel programs built (the layouts, dtypes or values of the inputs keep changing); inputs "
+                 "that need another one run the original code");
+    warned_ = true;
+    s->captured.reset();
   }
-  s->report.cache_hit = any && all_hit;
-  if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
-  specializations_.push_back(std::move(s));
-  return last_ = specializations_.back().get();
+  if (s->compiled) {
+    // The report's library is the top graph's (a branch's when it has
+    // none); a cache hit means every library was found built.
+    bool any = false, all_hit = true;
+    for (const GraphSource& src : sources) {
+      if (src.library.empty()) continue;
+      if (!any) s->report.library = src.library;
+      any = true;
+      all_hit = all_hit && src.cache_hit;
+    }
+    s->report.cache_hit = any && all_hit;
+    if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
+    last_ = s;
+  }
+  specializations_.push_front(s);
+  by_key_[key] = specializations_.begin();
+  if (specializations_.size() > kMaxSpecializations) {
+    by_key_.erase(specializations_.back()->key);
+    specializations_.pop_back();
+  }
+  return s;
 }
 
 std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn, CompileOptions options) {

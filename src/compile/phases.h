@@ -14,6 +14,8 @@
 #include <fx/graph.h>
 #include <fx/passes/shape_prop.h>
 
+#include <c10/util/ArrayRef.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -76,13 +78,57 @@ struct Kernel {
 // nothing to fuse (one member) are dropped: ATen runs those as well.
 std::vector<Kernel> schedule(const Graph& graph, const std::unordered_map<const Node*, PointwiseOp>& lowered);
 
+// ---- kernel_form.cpp -------------------------------------------------------
+// What a kernel's source bakes in: its rank; one flat loop over all
+// elements (every input dense in the kernel's order, or one value), rows
+// (a row kernel), or nested loops (an outer loop over all dimensions but
+// the last); which inputs are read with stride 0 along which dimensions
+// (broadcast); which are read with vector loads along the last dimension;
+// which outputs are of the kernel's shape (else a value per row). Sizes and
+// strides are not in it: they are the kernel's `dims` argument.
+enum class Loop : uint8_t { flat, nested, rows };
+struct KernelForm {
+  Loop loop = Loop::flat;
+  size_t rank = 0;
+  std::vector<bool> scalar;             // per input: one value (every stride 0)
+  std::vector<std::vector<bool>> zero;  // per input, per dimension: read with stride 0 (not flat)
+  std::vector<bool> inner_contiguous;   // per input: the last dimension's stride is 1 (not flat)
+  std::vector<bool> full_outputs;       // per output
+  // A static kernel's sizes and strides, in its source: its `dims` must be
+  // these. Empty for a dynamic kernel, which takes any.
+  std::vector<int64_t> baked;
+};
+// The strides by which a tensor of `sizes` and `strides` is read over a
+// kernel's `shape` (broadcast dimensions, missing or of size 1, with stride
+// 0); nothing when it does not broadcast to `shape`.
+std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                                                 c10::IntArrayRef shape);
+// The form of a kernel over `shape` whose inputs are read with `read`.
+KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::vector<int64_t>>& read,
+                       std::vector<bool> full_outputs);
+// The kernel's `dims` for `shape` and inputs read with `read`: [numel] for
+// a flat loop; else [outer, inner, each dimension but the last, each
+// input's non-zero strides in order]. Nothing when an input does not have
+// the form (another layout than the kernel was written for).
+std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::IntArrayRef shape,
+                                                const std::vector<std::vector<int64_t>>& read);
+
 // ---- codegen_cpp.cpp -------------------------------------------------------
 // One C++ source with an `extern "C" void <kernel.name>(const float* const*
-// in, float* const* out)` per kernel, sizes and strides baked in, the main
-// loop over at::vec::Vectorized<float> and a partial vector for the tail,
-// OpenMP over the outer loop with `threads` threads.
-std::string generate_cpp(const std::vector<Kernel>& kernels,
-                         const std::unordered_map<const Node*, PointwiseOp>& lowered, int threads);
+// in, float* const* out, const int64_t* dims)` per kernel, the main loop over
+// at::vec::Vectorized<float> and a partial vector for the tail, OpenMP over
+// the outer loop with `threads` threads. A `dynamic` kernel reads its sizes
+// and strides from `dims`, so that the same program at other sizes is the
+// same source: one built kernel serves every size whose loops have the same
+// form (see codegen_cpp.cpp). A static one has them in its source as
+// constants (form.baked), which the compiler folds into its loops.
+struct GeneratedSource {
+  std::string source;
+  std::vector<KernelForm> forms;  // each kernel's, in the order of `kernels`
+};
+GeneratedSource generate_cpp(const std::vector<Kernel>& kernels,
+                             const std::unordered_map<const Node*, PointwiseOp>& lowered, int threads,
+                             bool dynamic);
 
 // ---- build.cpp -------------------------------------------------------------
 // A built kernel library, loaded into this process for good (kernels are

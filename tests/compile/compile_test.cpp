@@ -24,13 +24,15 @@ using testing::HasSubstr;
 fx::CompileOptions fresh_options() {
   static std::atomic<int> n{0};
   fx::CompileOptions o;
-  o.cache_dir = testing::TempDir() + "fxcpp_compile_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
+  o.cache_dir =
+      testing::TempDir() + "fxcpp_compile_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
   return o;
 }
 
 void expect_close(const at::Tensor& got, const at::Tensor& want) {
   ASSERT_EQ(got.sizes(), want.sizes());
-  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << "max difference " << (got - want).abs().max().item<float>();
+  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6))
+      << "max difference " << (got - want).abs().max().item<float>();
 }
 
 size_t count_kernel_nodes(const fx::GraphModule& gm) {
@@ -40,11 +42,14 @@ size_t count_kernel_nodes(const fx::GraphModule& gm) {
   return n;
 }
 
-at::Tensor chain(const at::Tensor& x, const at::Tensor& b) { return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5; }
+at::Tensor chain(const at::Tensor& x, const at::Tensor& b) {
+  return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5;
+}
 
 TEST(Compile, PointwiseChainIsOneKernel) {
   auto compiled = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
   at::Tensor x = torch::randn({64, 33}), b = torch::randn({33});  // 33: a partial vector per row
   expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
   EXPECT_EQ(compiled->report().kernels, 1u);
@@ -60,7 +65,8 @@ TEST(Compile, MlpBiasAndActivationFuseAfterTheMatrixProduct) {
                             torch::nn::ReLU());
   torch::NoGradGuard no_grad;
   auto compiled = fx::compile(
-      *mlp, [&](const std::vector<c10::IValue>& in) { return mlp->forward(in[0].toTensor()); }, fresh_options());
+      *mlp, [&](const std::vector<c10::IValue>& in) { return mlp->forward(in[0].toTensor()); },
+      fresh_options());
   at::Tensor x = torch::randn({20, 32});
   expect_close(compiled->run({x}).toTensor(), mlp->forward(x));
   EXPECT_EQ(compiled->report().kernels, 2u);  // bias + gelu, bias + relu
@@ -74,15 +80,17 @@ TEST(Compile, MlpBiasAndActivationFuseAfterTheMatrixProduct) {
 
 TEST(Compile, StridedAndBroadcastInputsAreReadThroughTheirStrides) {
   auto fn = [](const at::Tensor& x, const at::Tensor& col) { return torch::tanh(x.t() * col) + x.t().exp(); };
-  auto compiled = fx::compile(
-      [&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  auto compiled =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); },
+                  fresh_options());
   at::Tensor x = torch::randn({19, 12}), col = torch::randn({12, 1});
   expect_close(compiled->run({x, col}).toTensor(), fn(x, col));
   EXPECT_EQ(compiled->report().kernels, 1u);
-  // x.t() twice is one transpose after CSE: the kernel reads it once.
+  // x.t() twice is one transpose after CSE: the kernel reads it once (and
+  // then the shape it loops over).
   for (fx::Node* n : compiled->compiled_graph().graph().nodes())
     if (n->target().str().rfind("fxcpp.compiled.", 0) == 0) {
-      EXPECT_EQ(n->args().size(), 2u) << n->format_node();
+      EXPECT_EQ(n->args().size(), 3u) << n->format_node();
     }
 }
 
@@ -94,8 +102,9 @@ TEST(Compile, AnExternReadClosesAKernel) {
     at::Tensor m = torch::mm(a, w);
     return torch::sigmoid(a) + m;
   };
-  auto compiled = fx::compile(
-      [&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+  auto compiled =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); },
+                  fresh_options());
   at::Tensor x = torch::randn({16, 16}), w = torch::randn({16, 16});
   expect_close(compiled->run({x, w}).toTensor(), fn(x, w));
   EXPECT_EQ(compiled->report().kernels, 2u);
@@ -107,8 +116,8 @@ TEST(Compile, AnExternReadClosesAKernel) {
 // the pointwise work before and after it.
 TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
   auto fn = [](const at::Tensor& x) { return torch::softmax(x * 0.5, -1) + 1.0; };
-  auto compiled = fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor()); },
-                              fresh_options());
+  auto compiled =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor()); }, fresh_options());
   for (auto sizes : {std::vector<int64_t>{4, 33}, {2, 3, 64}, {1, 1}, {5, 1000}}) {
     at::Tensor x = torch::randn(sizes) * 4;
     expect_close(compiled->run({x}).toTensor(), fn(x));
@@ -130,7 +139,8 @@ TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
   norm->bias.data().normal_();
   torch::NoGradGuard no_grad;
   auto compiled = fx::compile(
-      *norm, [&](const std::vector<c10::IValue>& in) { return norm->forward(in[0].toTensor()); }, fresh_options());
+      *norm, [&](const std::vector<c10::IValue>& in) { return norm->forward(in[0].toTensor()); },
+      fresh_options());
   at::Tensor x = torch::randn({3, 6, 40}) * 3 + 1;
   expect_close(compiled->run({x}).toTensor(), norm->forward(x));
   EXPECT_EQ(compiled->report().kernels, 1u);
@@ -139,8 +149,8 @@ TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
   // Llama's RMSNorm, written out: x * rsqrt(mean(x^2) + eps) * w.
   at::Tensor w = torch::randn({24});
   auto rms = [&](const at::Tensor& h) { return h * torch::rsqrt(h.pow(2).mean(-1, true) + 1e-6) * w; };
-  auto compiled_rms = fx::compile([&](const std::vector<c10::IValue>& in) { return rms(in[0].toTensor()); },
-                                  fresh_options());
+  auto compiled_rms =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return rms(in[0].toTensor()); }, fresh_options());
   at::Tensor h = torch::randn({9, 24});
   expect_close(compiled_rms->run({h}).toTensor(), rms(h));
   EXPECT_EQ(compiled_rms->report().kernels, 1u);
@@ -165,8 +175,9 @@ TEST(Compile, AValuePerRowCanBeAnOutput) {
   expect_close(got[1].toTensor(), b);
   expect_close(got[2].toTensor(), c);
   // A reduction over another dimension, or without keepdim, stays ATen's.
-  auto other = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2).sum(0) + 1.0; }, fresh_options());
+  auto other =
+      fx::compile([](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2).sum(0) + 1.0; },
+                  fresh_options());
   expect_close(other->run({x}).toTensor(), (x * 2).sum(0) + 1.0);
   EXPECT_EQ(other->report().kernels, 0u);
 }
@@ -179,7 +190,8 @@ void expect_compiled_model_matches(fx::Module& model, at::Tensor x, size_t min_k
   std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(model);
   auto compiled = fx::compile(*gm, fresh_options());
   at::Tensor got = compiled->run({x}).toTensor(), want = gm->run({x}).toTensor();
-  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << "max difference " << (got - want).abs().max().item<float>();
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5))
+      << "max difference " << (got - want).abs().max().item<float>();
   EXPECT_GE(compiled->report().kernels, min_kernels);
 }
 
@@ -199,22 +211,126 @@ TEST(Compile, TorchvisionPortsMatchEager) {
 
 TEST(Compile, NewSizesCompileANewSpecialization) {
   auto compiled = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
   for (auto sizes : {std::vector<int64_t>{8, 16}, {5, 7}, {8, 16}, {1000}}) {
     at::Tensor x = torch::randn(sizes), b = torch::randn({sizes.back()});
     expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
   }
   EXPECT_EQ(compiled->num_specializations(), 3u);
+  // [8, 16]'s kernel is static (its sizes in its source); [5, 7] then gets
+  // a dynamic one, which every later size of that form runs; [1000] is one
+  // flat loop, another program.
+  EXPECT_EQ(compiled->num_programs(), 3u);
   // Another dtype: a guard fails, and the float64 program runs on ATen.
   at::Tensor xd = torch::randn({8, 16}, torch::kDouble), bd = torch::randn({16}, torch::kDouble);
   expect_close(compiled->run({xd, bd}).toTensor(), chain(xd, bd));
   EXPECT_EQ(compiled->num_specializations(), 4u);
+  EXPECT_EQ(compiled->num_programs(), 3u);
   EXPECT_EQ(compiled->report().kernels, 0u);
+}
+
+// The first size's kernels are static. From the second size on, kernels
+// take their sizes and strides as arguments: other sizes of the same
+// program build nothing and run the kernel built for the second.
+TEST(Compile, NewSizesRunTheKernelBuiltForTheSecond) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& b) {
+    return torch::softmax(chain(x, b), -1) * x.exp();  // a row kernel
+  };
+  auto compiled =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); },
+                  fresh_options());
+  std::string first, library;
+  // Partial vectors and none, one row and many, rank 2 and 3.
+  for (auto sizes : {std::vector<int64_t>{8, 16}, {5, 7}, {37, 100}, {2, 1000}, {3, 4, 33}, {2, 6, 5}}) {
+    at::Tensor x = torch::randn(sizes), b = torch::randn({sizes.back()});
+    expect_close(compiled->run({x, b}).toTensor(), fn(x, b));
+    EXPECT_EQ(compiled->report().kernels, 1u) << sizes;
+    if (first.empty()) {
+      first = compiled->report().library;
+    } else if (sizes.size() == 2) {
+      if (library.empty()) library = compiled->report().library;
+      EXPECT_EQ(compiled->report().library, library) << sizes;
+      EXPECT_NE(compiled->report().library, first) << sizes;
+    }
+  }
+  EXPECT_EQ(compiled->num_specializations(), 6u);
+  EXPECT_EQ(compiled->num_programs(), 3u);  // static, rank 2, rank 3
+
+  // Inputs read through strides: a transposed input is gathered with the
+  // stride of this call.
+  auto transposed = [](const at::Tensor& x, const at::Tensor& col) { return torch::tanh(x.t() * col) + 1.0; };
+  auto compiled_t = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return transposed(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  for (int64_t n : {19, 4, 130}) {
+    at::Tensor x = torch::randn({n, 12}), col = torch::randn({12, 1});
+    expect_close(compiled_t->run({x, col}).toTensor(), transposed(x, col));
+  }
+  EXPECT_EQ(compiled_t->num_programs(), 2u);  // static, then dynamic
+}
+
+// A size of 1 is a form of its own (the dimension is broadcast), as
+// torch.compile specializes sizes 0 and 1.
+TEST(Compile, ASizeOfOneIsAnotherProgram) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  for (auto sizes : {std::vector<int64_t>{4, 16}, {1, 16}, {4, 1}, {9, 3}}) {
+    at::Tensor x = torch::randn(sizes), b = torch::randn({sizes.back()});
+    expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+  }
+  // static [4, 16]; dynamic: [1, 16] flat; [4, 1] flat, b one value; rows reading b.
+  EXPECT_EQ(compiled->num_programs(), 4u);
+}
+
+// A kernel node takes the shape it loops over; called with inputs of
+// another shape or layout it refuses, or reads a contiguous copy.
+TEST(Compile, AKernelNodeChecksItsInputs) {
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  auto kernel_of = [&](const at::Tensor& x, const at::Tensor& b) {
+    compiled->run({x, b});
+    for (fx::Node* n : compiled->compiled_graph().graph().nodes())
+      if (n->target().str().rfind("fxcpp.compiled.", 0) == 0) return fx::resolve_function(n->target());
+    throw std::runtime_error("no kernel node");
+  };
+  at::Tensor x2 = torch::randn({3, 40}), b2 = torch::randn({40});
+  // The first size's kernel is static: it refuses another.
+  auto static_call = kernel_of(torch::randn({6, 16}), torch::randn({16}));
+  EXPECT_THAT(
+      [&] {
+        static_call->call({x2, b2, std::vector<int64_t>{3, 40}}, {});
+      },
+      testing::ThrowsMessage<fx::Error>(HasSubstr("the sizes and layout the kernel was built for")));
+  // The second's is dynamic: another size of the same form, called directly.
+  auto call = kernel_of(torch::randn({7, 16}), torch::randn({16}));
+  expect_close(call->call({x2, b2, std::vector<int64_t>{3, 40}}, {}).toTensor(), chain(x2, b2));
+  // A transposed x: not the form (rows of x contiguous): read from a copy.
+  at::Tensor xt = torch::randn({40, 3}).t();
+  expect_close(call->call({xt, b2, std::vector<int64_t>{3, 40}}, {}).toTensor(), chain(xt, b2));
+  EXPECT_THAT(
+      [&] {
+        call->call({x2, torch::randn({16}), std::vector<int64_t>{3, 40}}, {});
+      },
+      testing::ThrowsMessage<fx::Error>(HasSubstr("does not broadcast to the kernel's shape [3, 40]")));
+  EXPECT_THAT(
+      [&] {
+        call->call({x2.to(torch::kDouble), b2, std::vector<int64_t>{3, 40}}, {});
+      },
+      testing::ThrowsMessage<fx::Error>(HasSubstr("the kernel takes float32 CPU tensors")));
+  EXPECT_THAT(
+      [&] {
+        call->call({x2, b2}, {});
+      },
+      testing::ThrowsMessage<fx::Error>(HasSubstr("takes 2 tensors and the shape it loops over")));
 }
 
 TEST(Compile, ThreadsShareOneCompiledModule) {
   auto compiled = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
   // The inputs and expected outputs are made here: LibTorch's random
   // generator is created lazily, by whichever thread asks first.
   std::vector<std::vector<std::pair<std::vector<c10::IValue>, at::Tensor>>> work(4);
@@ -236,7 +352,7 @@ TEST(Compile, ThreadsShareOneCompiledModule) {
   EXPECT_EQ(compiled->num_specializations(), 3u);
 }
 
-TEST(Compile, AfterEightSpecializationsTheOriginalCodeRuns) {
+TEST(Compile, AfterEightProgramsTheOriginalCodeRuns) {
   int original_calls = 0;
   auto compiled = fx::compile(
       [&](const std::vector<c10::IValue>& in) {
@@ -244,15 +360,46 @@ TEST(Compile, AfterEightSpecializationsTheOriginalCodeRuns) {
         return chain(in[0].toTensor(), in[1].toTensor());
       },
       fresh_options());
-  for (int64_t n = 1; n <= 10; ++n) {
-    at::Tensor x = torch::randn({n, 3}), b = torch::randn({3});
+  // Each rank is a program of its own.
+  std::vector<int64_t> sizes{3};
+  for (int rank = 1; rank <= 10; ++rank) {
+    at::Tensor x = torch::randn(sizes), b = torch::randn({3});
     expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+    sizes.insert(sizes.begin(), 2);
   }
-  EXPECT_EQ(compiled->num_specializations(), fx::CompiledModule::kMaxSpecializations);
-  EXPECT_EQ(original_calls, 10);  // 8 captures, then 2 calls of the original code
-  at::Tensor x = torch::randn({4, 3}), b = torch::randn({3});
-  compiled->run({x, b});  // a compiled size still runs compiled
-  EXPECT_EQ(original_calls, 10);
+  EXPECT_EQ(compiled->num_programs(), fx::CompiledModule::kMaxPrograms);
+  EXPECT_EQ(compiled->num_specializations(), 10u);
+  EXPECT_EQ(original_calls, 12);  // 10 captures, then 2 calls of the original code
+  at::Tensor x = torch::randn({5, 3}), b = torch::randn({3});
+  compiled->run({x, b});  // a new size of a program built: compiled (a capture), no new program
+  EXPECT_EQ(original_calls, 13);
+  compiled->run({x, b});
+  EXPECT_EQ(original_calls, 13);
+  // A rank past the limit keeps running the original code, without capturing again.
+  at::Tensor x10 = torch::randn(std::vector<int64_t>(10, 2)), b10 = torch::randn({2});
+  compiled->run({x10, b10});
+  compiled->run({x10, b10});
+  EXPECT_EQ(original_calls, 16);
+}
+
+TEST(Compile, TheLeastRecentlyUsedSpecializationIsDropped) {
+  int original_calls = 0;
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        ++original_calls;
+        return in[0].toTensor().sin() + 1.0;
+      },
+      fresh_options());
+  const int64_t n = fx::CompiledModule::kMaxSpecializations;
+  for (int64_t i = 2; i < n + 4; ++i) compiled->run({torch::randn({i})});
+  EXPECT_EQ(compiled->num_specializations(), static_cast<size_t>(n));
+  EXPECT_EQ(compiled->num_programs(), 2u);  // static, then dynamic
+  EXPECT_EQ(original_calls, n + 2);
+  compiled->run({torch::randn({n + 3})});  // kept
+  EXPECT_EQ(original_calls, n + 2);
+  at::Tensor x = torch::randn({2});  // dropped: captured again
+  expect_close(compiled->run({x}).toTensor(), x.sin() + 1.0);
+  EXPECT_EQ(original_calls, n + 3);
 }
 
 TEST(Compile, TheSameProgramIsBuiltOnce) {
@@ -270,7 +417,8 @@ TEST(Compile, TheSameProgramIsBuiltOnce) {
 
 TEST(Compile, GradModeRunsTheOriginalCode) {
   auto compiled = fx::compile(
-      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, fresh_options());
+      [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
   at::Tensor x = torch::randn({4, 4}, torch::requires_grad()), b = torch::randn({4});
   at::Tensor y = compiled->run({x, b}).toTensor();
   EXPECT_TRUE(y.requires_grad());
@@ -301,13 +449,14 @@ TEST(Compile, DebugDirectoryHoldsSourceKernelsAndPhases) {
   compiled->run({torch::randn({6, 10}), torch::randn({10})});
   std::vector<std::string> files;
   for (const auto& dir : std::filesystem::directory_iterator(options.debug_dir))
-    for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path().filename().string());
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+      files.push_back(f.path().filename().string());
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{"graph.txt", "kernels.txt", "phases.txt", "source.cpp"}));
   std::vector<std::string> phases;
   for (const auto& [name, ms] : compiled->report().phase_ms) phases.push_back(name);
-  EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "decompose", "lower", "schedule", "codegen",
-                                              "build", "wrap"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "decompose", "lower",
+                                              "schedule", "codegen", "build", "wrap"}));
 }
 
 // The kernels of the compiled branch at `path` (a submodule of the compiled graph).

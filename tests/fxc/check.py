@@ -130,6 +130,7 @@ def main():
                    check=True, env=env)
     bx = torch.randn(5, 7, 32)
     torch.save([bx], path('block_in.pt'))
+    shutil.rmtree(path('block_debug'), ignore_errors=True)  # left by an earlier run in this folder
     p = fxc('compile', path('block.fxg'), '--inputs', path('block_in.pt'), '--output', path('block_out.pt'),
             '--debug', path('block_debug'), '-n', '3')
     check(p.stdout.startswith('2 kernels'), f'fxc compile: {p.stdout}')

@@ -1,0 +1,99 @@
+// The form of a kernel's loops, which its source bakes in, and the sizes
+// and strides it takes as arguments (`dims`). The code generator writes a
+// kernel for a form; the compiled graph's kernel node checks, at each call,
+// that its inputs have that form and passes their sizes and strides. One
+// built kernel thereby serves every size of the same form.
+#include "phases.h"
+
+#include <c10/util/strides.h>
+
+namespace fx::compile_detail {
+
+std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                                                 c10::IntArrayRef shape) {
+  const size_t rank = shape.size(), in_rank = sizes.size();
+  if (in_rank > rank) return std::nullopt;
+  std::vector<int64_t> s(rank, 0);
+  for (size_t d = rank - in_rank; d < rank; ++d) {
+    const size_t k = d - (rank - in_rank);
+    if (sizes[k] == shape[d] && shape[d] != 1)
+      s[d] = strides[k];
+    else if (sizes[k] != 1 && shape[d] != 1)
+      return std::nullopt;
+  }
+  return s;
+}
+
+namespace {
+
+bool all_zero(const std::vector<int64_t>& s) {
+  for (int64_t v : s)
+    if (v) return false;
+  return true;
+}
+
+// Dense in the kernel's order: the strides of a contiguous tensor of
+// `shape`, but along dimensions of size 1.
+bool dense(const std::vector<int64_t>& s, c10::IntArrayRef shape) {
+  const c10::DimVector want = c10::contiguous_strides(shape);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (shape[d] != 1 && s[d] != want[d]) return false;
+  return true;
+}
+
+}  // namespace
+
+KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::vector<int64_t>>& read,
+                       std::vector<bool> full_outputs) {
+  KernelForm f;
+  f.rank = shape.size();
+  f.full_outputs = std::move(full_outputs);
+  bool flat = true;
+  for (const auto& s : read) flat = flat && (all_zero(s) || dense(s, shape));
+  f.loop = row ? Loop::rows : flat || shape.empty() ? Loop::flat : Loop::nested;
+  for (const auto& s : read) {
+    f.scalar.push_back(all_zero(s));
+    // A flat loop reads each input as one value or dense, whichever
+    // dimensions are broadcast; nested loops and rows add each non-zero
+    // stride (and read the last dimension by its stride's kind).
+    std::vector<bool> zero;
+    if (f.loop != Loop::flat)
+      for (int64_t v : s) zero.push_back(v == 0);
+    f.zero.push_back(std::move(zero));
+    f.inner_contiguous.push_back(f.loop != Loop::flat && s.back() == 1);
+  }
+  return f;
+}
+
+std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArrayRef shape,
+                                                const std::vector<std::vector<int64_t>>& read) {
+  if (shape.size() != f.rank || read.size() != f.scalar.size()) return std::nullopt;
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  for (size_t k = 0; k < read.size(); ++k) {
+    const bool scalar = all_zero(read[k]);
+    if (scalar != f.scalar[k]) return std::nullopt;
+    if (f.loop == Loop::flat) {
+      if (!scalar && !dense(read[k], shape)) return std::nullopt;
+      continue;
+    }
+    for (size_t d = 0; d < f.rank; ++d)
+      if ((read[k][d] == 0) != f.zero[k][d]) return std::nullopt;
+    // A contiguous last dimension is read with vector loads; any other
+    // stride (but 0) is gathered, which works for 1 too.
+    if (f.loop != Loop::flat && f.inner_contiguous[k] && read[k].back() != 1) return std::nullopt;
+  }
+  std::vector<int64_t> dims{numel};
+  if (f.loop != Loop::flat) {
+    const int64_t inner = shape.back();
+    dims = {numel / std::max<int64_t>(inner, 1), inner};
+    for (size_t d = 0; d + 1 < f.rank; ++d) dims.push_back(shape[d]);
+    for (const auto& s : read)
+      for (int64_t v : s)
+        if (v) dims.push_back(v);
+  }
+  if (!f.baked.empty() && dims != f.baked) return std::nullopt;
+  return dims;
+}
+
+}  // namespace fx::compile_detail
