@@ -12,37 +12,63 @@
 //   compile_bench [--runs N] [--threads T]
 //
 // Prints one JSON object: per program, the first call's time (capture and
-// build; the kernel cache is a fresh directory) and, for each row, the
-// median, min and max of N timed calls after 3 untimed ones.
+// build; the kernel cache is a fresh directory), the first call's times at a
+// second and a third size (a smaller first dimension: the second builds the
+// dynamic kernels, the third only captures) and, for each row, the median,
+// min and max of N timed calls after 3 untimed ones.
 #include <fx/compile.h>
 #include <torch/torch.h>
 
 #include "timing.h"
 #include "tiny_chain.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <unistd.h>
 
 namespace {
 
-at::Tensor chain(const at::Tensor& x, const at::Tensor& b) { return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5; }
+at::Tensor chain(const at::Tensor& x, const at::Tensor& b) {
+  return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5;
+}
 
-// One program: the first call of `compiled` (capture and build), a check
-// against `eager`, then both timed. Prints its JSON object.
-void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
-             const std::function<at::Tensor()>& eager, const std::vector<c10::IValue>& inputs, double rtol,
-             double atol, bool last) {
+using Inputs = std::vector<c10::IValue>;
+
+// The first call's milliseconds, and a check against `eager`.
+double first_call(const char* name, fx::CompiledModule& compiled,
+                  const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
+                  double atol) {
   auto start = std::chrono::steady_clock::now();
   compiled.run(inputs);
-  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!at::allclose(compiled.run(inputs).toTensor(), eager(), rtol, atol))
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!at::allclose(compiled.run(inputs).toTensor(), eager(inputs), rtol, atol))
     throw std::runtime_error(std::string(name) + ": the compiled output differs from eager's");
+  return ms;
+}
+
+// One program: the first call of `compiled` (capture and build), both
+// timed, then the first calls at two other sizes (the first input with a
+// smaller first dimension). Prints its JSON object.
+void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
+             const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
+             double atol, bool last) {
+  const double first_ms = first_call(name, compiled, eager, inputs, rtol, atol);
   std::printf("{\"program\": \"%s\", \"first_call_ms\": %.1f, ", name, first_ms);
-  fxbench::print_rows({fxbench::time_runs("eager", 3, flags.runs, [&] { eager(); }),
+  fxbench::print_rows({fxbench::time_runs("eager", 3, flags.runs, [&] { eager(inputs); }),
                        fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled.run(inputs); })});
-  std::printf("}%s", last ? "" : ", ");
+  // The first call at a second size (fx::compile builds dynamic kernels),
+  // then at a third (they serve it).
+  const at::Tensor& x = inputs[0].toTensor();
+  double ms[2];
+  for (int i = 0; i < 2; ++i) {
+    Inputs resized = inputs;
+    resized[0] = x.narrow(0, 0, x.size(0) * (3 - i) / 4).contiguous();
+    ms[i] = first_call(name, compiled, eager, resized, rtol, atol);
+  }
+  std::printf(", \"second_size_first_call_ms\": %.1f, \"third_size_first_call_ms\": %.1f}%s", ms[0], ms[1],
+              last ? "" : ", ");
 }
 
 }  // namespace
@@ -57,39 +83,51 @@ int main(int argc, char** argv) try {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   fx::CompileOptions options;
-  options.cache_dir = (std::filesystem::temp_directory_path() / ("fxcpp_compile_bench_" + std::to_string(getpid()))).string();
+  options.cache_dir =
+      (std::filesystem::temp_directory_path() / ("fxcpp_compile_bench_" + std::to_string(getpid()))).string();
 
-  std::printf("{\"side\": \"fxcpp\", \"threads\": %d, \"runs\": %d, \"programs\": [", at::get_num_threads(), flags.runs);
+  std::printf("{\"side\": \"fxcpp\", \"threads\": %d, \"runs\": %d, \"programs\": [", at::get_num_threads(),
+              flags.runs);
 
   auto fn = [](auto body) {
     return [body](const std::vector<c10::IValue>& in) -> c10::IValue { return body(in); };
   };
   at::Tensor small = torch::rand({4, 4}) * 2 - 1;
-  auto tiny = fx::compile(fn([](const auto& in) { return fxbench::handwritten(in[0].toTensor(), 1000); }), options);
-  program("1,000-op chain [4, 4]", flags, *tiny, [&] { return fxbench::handwritten(small, 1000); }, {small}, 1e-5,
-          1e-6, false);
+  auto tiny =
+      fx::compile(fn([](const auto& in) { return fxbench::handwritten(in[0].toTensor(), 1000); }), options);
+  program(
+      "1,000-op chain [4, 4]", flags, *tiny,
+      [&](const Inputs& in) { return fxbench::handwritten(in[0].toTensor(), 1000); }, {small}, 1e-5, 1e-6,
+      false);
 
   at::Tensor x = torch::randn({1024, 1024}), b = torch::randn({1024});
-  auto pointwise = fx::compile(fn([](const auto& in) { return chain(in[0].toTensor(), in[1].toTensor()); }), options);
-  program("pointwise chain [1024, 1024]", flags, *pointwise, [&] { return chain(x, b); }, {x, b}, 1e-5, 1e-6, false);
+  auto pointwise =
+      fx::compile(fn([](const auto& in) { return chain(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "pointwise chain [1024, 1024]", flags, *pointwise,
+      [&](const Inputs& in) { return chain(in[0].toTensor(), in[1].toTensor()); }, {x, b}, 1e-5, 1e-6, false);
 
   at::Tensor scores = torch::randn({8 * 128, 128});
   auto softmax_fn = [](const at::Tensor& s) { return torch::softmax(s / 8.0, -1); };
   auto softmax = fx::compile(fn([&](const auto& in) { return softmax_fn(in[0].toTensor()); }), options);
-  program("softmax(x / 8) [1024, 128]", flags, *softmax, [&] { return softmax_fn(scores); }, {scores}, 1e-5, 1e-6,
-          false);
+  program(
+      "softmax(x / 8) [1024, 128]", flags, *softmax,
+      [&](const Inputs& in) { return softmax_fn(in[0].toTensor()); }, {scores}, 1e-5, 1e-6, false);
 
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}));
   at::Tensor hidden = torch::randn({512, 768});
-  auto layer_norm = fx::compile(*norm, fn([&](const auto& in) { return norm->forward(in[0].toTensor()); }), options);
-  program("LayerNorm(768) [512, 768]", flags, *layer_norm, [&] { return norm->forward(hidden); }, {hidden}, 1e-4,
-          1e-5, false);
+  auto layer_norm =
+      fx::compile(*norm, fn([&](const auto& in) { return norm->forward(in[0].toTensor()); }), options);
+  program(
+      "LayerNorm(768) [512, 768]", flags, *layer_norm,
+      [&](const Inputs& in) { return norm->forward(in[0].toTensor()); }, {hidden}, 1e-4, 1e-5, false);
 
   torch::nn::Sequential mlp(torch::nn::Linear(768, 3072), torch::nn::GELU(), torch::nn::Linear(3072, 768));
   at::Tensor tokens = torch::randn({128, 768});
   auto block = fx::compile(*mlp, fn([&](const auto& in) { return mlp->forward(in[0].toTensor()); }), options);
-  program("MLP block 128x768 -> 3072 -> 768", flags, *block, [&] { return mlp->forward(tokens); }, {tokens}, 1e-4,
-          1e-5, true);
+  program(
+      "MLP block 128x768 -> 3072 -> 768", flags, *block,
+      [&](const Inputs& in) { return mlp->forward(in[0].toTensor()); }, {tokens}, 1e-4, 1e-5, true);
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

@@ -4,7 +4,10 @@
 
 Prints one JSON object in compile_bench's form. The first call's time is
 torch.compile's compilation after torch._dynamo.reset(); Inductor's on-disk
-caches may still hold the kernels of an earlier run.
+caches may still hold the kernels of an earlier run. The first call at a
+second size (the first input with a smaller first dimension) is Dynamo's
+recompilation with that dimension dynamic (automatic dynamic shapes); at a
+third size, that dynamic graph runs.
 """
 import argparse
 import json
@@ -20,16 +23,24 @@ def chain(x, b):
     return torch.sigmoid(torch.relu(x * b + 1.0)) * x - 0.5
 
 
-def program(name, runs, eager, inputs, rtol, atol):
-    """torch.compile of `eager`: its first call, a check, then both timed."""
-    compiled = torch.compile(eager)
+def first_call(name, compiled, eager, inputs, rtol, atol):
     t0 = time.perf_counter()
     compiled(*inputs)
-    first_ms = (time.perf_counter() - t0) * 1e3
+    ms = (time.perf_counter() - t0) * 1e3
     assert torch.allclose(compiled(*inputs), eager(*inputs), rtol=rtol, atol=atol), name
-    return {"program": name, "first_call_ms": first_ms,
-            "rows": [time_forward("eager", runs, lambda: eager(*inputs)),
-                     time_forward("compiled", runs, lambda: compiled(*inputs))]}
+    return ms
+
+
+def program(name, runs, eager, inputs, rtol, atol):
+    """torch.compile of `eager`: its first call, a check, both timed, then the first call at a second size."""
+    compiled = torch.compile(eager)
+    first_ms = first_call(name, compiled, eager, inputs, rtol, atol)
+    rows = [time_forward("eager", runs, lambda: eager(*inputs)),
+            time_forward("compiled", runs, lambda: compiled(*inputs))]
+    ms = [first_call(name, compiled, eager, [inputs[0][: inputs[0].shape[0] * (3 - i) // 4].contiguous()] + inputs[1:],
+                     rtol, atol) for i in range(2)]
+    return {"program": name, "first_call_ms": first_ms, "rows": rows,
+            "second_size_first_call_ms": ms[0], "third_size_first_call_ms": ms[1]}
 
 
 def main():

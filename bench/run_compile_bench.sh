@@ -18,12 +18,14 @@ cpp, py = (json.load(open(p)) for p in sys.argv[1:3])
 print(f"{cpp['threads']} thread(s), {cpp['runs']} runs each: median (min - max)")
 print()
 print("| program | LibTorch eager | fx::compile | PyTorch eager | torch.compile | fx::compile / torch.compile "
-      "| first call: fx::compile, torch.compile |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+      "| first call: fx::compile, torch.compile | at a second size | at a third size |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for c, p in zip(cpp["programs"], py["programs"]):
     cr, pr = ({r["row"]: r for r in side["rows"]} for side in (c, p))
     cell = lambda r: f"{r['median_ms']:.3f} ms ({r['min_ms']:.3f} - {r['max_ms']:.3f})"
     ratio = cr["compiled"]["median_ms"] / pr["compiled"]["median_ms"]
     print(f"| {c['program']} | {cell(cr['eager'])} | {cell(cr['compiled'])} | {cell(pr['eager'])} "
-          f"| {cell(pr['compiled'])} | {ratio:.2f}x | {c['first_call_ms'] / 1e3:.1f} s, {p['first_call_ms'] / 1e3:.1f} s |")
+          f"| {cell(pr['compiled'])} | {ratio:.2f}x | {c['first_call_ms'] / 1e3:.1f} s, {p['first_call_ms'] / 1e3:.1f} s "
+          f"| {c['second_size_first_call_ms']:.0f} ms, {p['second_size_first_call_ms']:.0f} ms "
+          f"| {c['third_size_first_call_ms']:.0f} ms, {p['third_size_first_call_ms']:.0f} ms |")
 PY
