@@ -58,6 +58,13 @@ struct CompileOptions {
   std::string debug_dir;
   // The C++ compiler. Empty: $CXX, else c++.
   std::string compiler;
+  // Kernels that take their sizes as arguments (dynamic) or have them in
+  // their source (static, which the compiler folds into the loops).
+  // `automatic`, as torch.compile: the first sizes static, dynamic from the
+  // second size on. `on`: dynamic from the first. `off`: static, each size
+  // a program of its own (at most kMaxPrograms).
+  enum class Dynamic : uint8_t { automatic, on, off };
+  Dynamic dynamic = Dynamic::automatic;
 };
 
 // What one specialization's compilation did, for tests and the debug files.

@@ -489,10 +489,12 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     if (programs_.size() == kMaxPrograms) throw TooManyPrograms{};
     programs_.insert(id);
   };
-  // The first sizes get static kernels; once a second comes, kernels
-  // take their sizes as arguments and serve every size of their form
-  // (torch.compile's automatic dynamic shapes).
-  const bool dynamic = !programs_.empty();
+  // Automatic: the first sizes get static kernels; once a second comes,
+  // kernels take their sizes as arguments and serve every size of their
+  // form (torch.compile's automatic dynamic shapes).
+  using Dynamic = CompileOptions::Dynamic;
+  const bool dynamic =
+      options_.dynamic == Dynamic::on || (options_.dynamic == Dynamic::automatic && !programs_.empty());
   try {
     s->compiled = compile_graph(*s->captured, std::vector<Value>(inputs.begin(), inputs.end()), options_,
                                 s->report, sources, "", may_build, dynamic);

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace {
@@ -268,6 +269,27 @@ TEST(Compile, NewSizesRunTheKernelBuiltForTheSecond) {
     expect_close(compiled_t->run({x, col}).toTensor(), transposed(x, col));
   }
   EXPECT_EQ(compiled_t->num_programs(), 2u);  // static, then dynamic
+}
+
+TEST(Compile, DynamicOnAndOff) {
+  auto libraries = [](fx::CompileOptions::Dynamic dynamic) {
+    fx::CompileOptions options = fresh_options();
+    options.dynamic = dynamic;
+    auto compiled = fx::compile(
+        [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
+        options);
+    std::set<std::string> out;
+    for (int64_t n : {8, 5, 12}) {
+      at::Tensor x = torch::randn({n, 16}), b = torch::randn({16});
+      expect_close(compiled->run({x, b}).toTensor(), chain(x, b));
+      out.insert(compiled->report().library);
+    }
+    EXPECT_EQ(compiled->num_programs(), out.size());
+    return out.size();
+  };
+  EXPECT_EQ(libraries(fx::CompileOptions::Dynamic::on), 1u);         // dynamic from the first size
+  EXPECT_EQ(libraries(fx::CompileOptions::Dynamic::automatic), 2u);  // static, then dynamic
+  EXPECT_EQ(libraries(fx::CompileOptions::Dynamic::off), 3u);        // static for each
 }
 
 // A size of 1 is a form of its own (the dimension is broadcast), as
