@@ -104,9 +104,11 @@ class CompiledModule {
   // (capture and phases, not a build) if its inputs come back.
   static constexpr size_t kMaxSpecializations = 64;
   size_t num_specializations() const;
-  // The GraphModule the last compiled specialization runs (its kernels are
-  // call_function nodes `fxcpp.compiled.k<hash>.cpp_fused_<ops>_<i>`), and
-  // what its compilation did. Throw fx::Error before the first run.
+  // The GraphModule the specialization of the last compiled call runs (its
+  // kernels are call_function nodes `fxcpp.compiled.k<hash>.cpp_fused_<ops>_<i>`
+  // taking their inputs and the shape they loop over), and what its
+  // compilation did. Valid until a later run() uses another specialization
+  // (which may drop this one). Throw fx::Error before the first run.
   GraphModule& compiled_graph() const;
   const CompileReport& report() const;
 
