@@ -4,6 +4,8 @@
 #include "oracle.h"
 #include "relu_chain.h"
 
+#include <fx/capture.h>
+#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
@@ -331,6 +333,46 @@ TEST(SplitModule, LargeChain) {
   EXPECT_EQ(split->graph().size(), 102u);  // x, 100 calls, output
   at::Tensor x = torch::randn({4});
   EXPECT_TRUE(torch::equal(split->run({x}).toTensor(), torch::relu(x)));
+}
+
+}  // namespace
+
+namespace {
+
+// A captured cond and while_loop: as torch.fx's split_module does with any
+// get_attr node, their branches stay get_attr nodes of the base module and
+// are passed to the partition that runs the cond or the loop.
+TEST(SplitModule, CondAndWhileLoopBranchesArePassedToTheirPartitions) {
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    at::Tensor y = fx::cond(
+        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
+        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
+    return fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
+                          [](const fx::Tensors& c) {
+                            return fx::Tensors{c[0] + 1, c[1] * 2};
+                          },
+                          {torch::zeros({}, torch::kLong), y})[1];
+  };
+  auto gm = fx::capture(fn, {torch::randn({3, 4})});
+  // The predicate in one partition, the cond in a second, the loop in a third.
+  int64_t part = 0;
+  auto split = fx::passes::split_module(*gm, *gm, [&](fx::Node* n) {
+    if (n->name() == "cond" || n->name() == "while_loop") ++part;
+    return part;
+  });
+  for (double sign : {1.0, -1.0}) {
+    at::Tensor x = torch::rand({3, 4}) * sign;  // either branch
+    EXPECT_TRUE(split->run({x}).toTensor().allclose(gm->run({x}).toTensor())) << sign;
+  }
+  std::map<std::string, std::string> get_attrs;  // target -> the partition it is passed to
+  for (fx::Node* n : split->graph().nodes())
+    if (n->op() == fx::Op::get_attr) get_attrs[n->target().str()] = (*n->users().begin())->target().str();
+  EXPECT_EQ(get_attrs, (std::map<std::string, std::string>{{"true_graph_0", "submod_1"},
+                                                           {"false_graph_0", "submod_1"},
+                                                           {"while_loop_cond_graph_0", "submod_2"},
+                                                           {"while_loop_body_graph_0", "submod_2"}}));
+  EXPECT_NE(dynamic_cast<fx::GraphModule*>(split->get_submodule("while_loop_body_graph_0")), nullptr);
 }
 
 }  // namespace
