@@ -40,6 +40,7 @@ struct Partition {
   std::unique_ptr<Graph> graph;
   std::unordered_map<const Node*, Node*> environment;  // original node -> node of `graph`
   std::map<std::string, GraphModule::Attr> targets;
+  std::vector<Node*> passed;  // the inputs the base module passes (a module is read by get_attr instead)
 };
 
 std::vector<std::string> atoms_of(const std::string& path) {
@@ -170,18 +171,6 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
     throw Error("split_module: cycle exists between partitions!");
   }
 
-  // Placeholders of the partitions.
-  for (Partition* partition : sorted_partitions)
-    for (Node* input : partition->inputs.items()) {
-      // torch.fx 2.x gives the placeholder the type of the value it receives
-      // (`def forward(self, x : torch.Tensor)` when the traced input was annotated).
-      Node* placeholder = partition->graph->placeholder(input->name(), std::nullopt, input->type());
-      placeholder->meta() = input->meta();
-      partition->environment[input] = placeholder;
-    }
-
-  // Each node into its partition's graph; call_module targets become the
-  // partition's own submodules.
   std::unordered_map<Target, std::optional<GraphModule::Attr>> attrs;  // one lookup per target
   auto attr_of = [&](Node* node) -> const GraphModule::Attr& {
     auto [it, fresh] = attrs.try_emplace(node->target());
@@ -191,6 +180,34 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
                   "): target " + node->target().str() + " not found in the module being split");
     return *it->second;
   };
+
+  // Placeholders of the partitions. A module read by get_attr in another
+  // partition (a cond's branch) is not passed, as torch.fx 2.x does: the
+  // partition holds it and reads it with get_attr, after its placeholders.
+  for (Partition* partition : sorted_partitions) {
+    std::vector<Node*> modules;
+    for (Node* input : partition->inputs.items()) {
+      if (input->op() == Op::get_attr && attr_of(input).module()) {
+        modules.push_back(input);
+        continue;
+      }
+      // torch.fx 2.x gives the placeholder the type of the value it receives
+      // (`def forward(self, x : torch.Tensor)` when the traced input was annotated).
+      Node* placeholder = partition->graph->placeholder(input->name(), std::nullopt, input->type());
+      placeholder->meta() = input->meta();
+      partition->environment[input] = placeholder;
+      partition->passed.push_back(input);
+    }
+    for (Node* input : modules) {
+      Node* g = partition->graph->get_attr(input->target().str());
+      g->meta() = input->meta();
+      partition->targets.insert_or_assign(input->target().str(), attr_of(input));
+      partition->environment[input] = g;
+    }
+  }
+
+  // Each node into its partition's graph; call_module targets become the
+  // partition's own submodules.
   for (Node* node : graph.nodes()) {
     auto it = partition_of.find(node);
     if (it == partition_of.end()) continue;
@@ -250,7 +267,7 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
     base_attrs.insert_or_assign(submod_name, GraphModule::Attr(submod));
 
     Args call_args;
-    for (Node* input : partition->inputs.items()) {
+    for (Node* input : partition->passed) {
       auto found = base_env.find(input);
       if (found == base_env.end())
         throw Error("split_module: keep_original_order puts " + submod_name +
