@@ -5,8 +5,8 @@
 #include "relu_chain.h"
 
 #include <fx/capture.h>
-#include <fx/control_flow.h>
 #include <fx/fx.h>
+#include <fx/models/cond_and_while_loop.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/passes/split_module.h>
@@ -344,18 +344,7 @@ namespace {
 // and reads it with get_attr (after its placeholders); the base module keeps
 // its get_attr nodes, unused.
 TEST(SplitModule, CondAndWhileLoopBranchesGoIntoTheirPartitions) {
-  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
-    at::Tensor x = in[0].toTensor();
-    at::Tensor y = fx::cond(
-        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
-        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
-    return fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
-                          [](const fx::Tensors& c) {
-                            return fx::Tensors{c[0] + 1, c[1] * 2};
-                          },
-                          {torch::zeros({}, torch::kLong), y})[1];
-  };
-  auto gm = fx::capture(fn, {torch::randn({3, 4})});
+  auto gm = fx::capture(fx::models::cond_and_while_loop, {torch::randn({3, 4})});
   // The predicate in one partition, the cond in a second, the loop in a third.
   int64_t part = 0;
   auto split = fx::passes::split_module(*gm, *gm, [&](fx::Node* n) {

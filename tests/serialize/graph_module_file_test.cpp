@@ -1,8 +1,8 @@
 // fx::save / fx::load: round trips of GraphModules through files, and the
 // errors a malformed file gives.
-#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
+#include <fx/models/cond_and_while_loop.h>
 #include <fx/passes/shape_prop.h>
 #include <fx/state_dict.h>
 #include <gmock/gmock.h>
@@ -222,19 +222,7 @@ TEST(GraphModuleFile, SaveNamesWhatHasNoFileForm) {
 // A captured cond and while_loop: their branches are GraphModules below the
 // root, saved with their graphs and loaded as GraphModules again.
 std::unique_ptr<fx::GraphModule> captured_control_flow() {
-  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
-    at::Tensor x = in[0].toTensor();
-    at::Tensor y = fx::cond(
-        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
-        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
-    auto loop = fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
-                               [](const fx::Tensors& c) {
-                                 return fx::Tensors{c[0] + 1, c[1] * 2};
-                               },
-                               {torch::zeros({}, torch::kLong), y});
-    return loop[1];
-  };
-  return fx::capture(fn, {torch::randn({3, 4})});
+  return fx::capture(fx::models::cond_and_while_loop, {torch::randn({3, 4})});
 }
 
 TEST(GraphModuleFile, BranchesOfCondAndWhileLoopRoundTrip) {

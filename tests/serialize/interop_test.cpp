@@ -3,9 +3,9 @@
 // and gives the same outputs. This test writes fxcpp's (DATA/cpp), which
 // interop.py check reads back into torch.fx.
 #include <fx/capture.h>
-#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/graph_module_file.h>
+#include <fx/models/cond_and_while_loop.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/passes/shape_prop.h>
@@ -134,19 +134,8 @@ TEST(ToTorchFx, WritesFilesForInteropCheck) {
   write_for_python("resnet18_training_step_captured", *captured, {image});
 
   // cond and while_loop, captured: their branches are GraphModules below the root.
-  auto control_flow = [](const std::vector<c10::IValue>& in) -> c10::IValue {
-    at::Tensor x = in[0].toTensor();
-    at::Tensor y = fx::cond(
-        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * 2}; },
-        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
-    return fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
-                          [](const fx::Tensors& c) {
-                            return fx::Tensors{c[0] + 1, c[1] * 2};
-                          },
-                          {torch::zeros({}, torch::kLong), y})[1];
-  };
   at::Tensor x = torch::randn({3, 4});
-  write_for_python("control_flow_captured", *fx::capture(control_flow, {x}), {x});
+  write_for_python("control_flow_captured", *fx::capture(fx::models::cond_and_while_loop, {x}), {x});
 }
 
 }  // namespace
