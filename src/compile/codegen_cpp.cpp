@@ -8,10 +8,10 @@
 // is read contiguous. Another size of the same program then generates the
 // same source, which the build cache has already built. A static kernel has
 // the same code with `dims` a constant array, which the compiler folds into
-// its loops (softmax over rows of 128: 10 % faster). The loop body is the members' expressions over
-// at::vec::Vectorized<float> (AVX2 where the build enables it, ATen's
-// portable fallback otherwise); the last, partial vector uses the same body
-// with counted loads and stores. Inputs are read through their strides,
+// its loops (softmax over rows of 128: 10 % faster). The loop body is the
+// members' expressions over at::vec::Vectorized<float> (AVX2 where the
+// build enables it, ATen's portable fallback otherwise); the last, partial
+// vector uses the same body with counted loads and stores. Inputs are read through their strides,
 // broadcast dimensions with stride 0; outputs are written contiguous.
 #include "phases.h"
 
@@ -66,17 +66,15 @@ class KernelWriter {
     form_ = kernel_form(k.row, k.shape, strides_, std::move(full));
     if (!dynamic) form_.baked = *kernel_dims(form_, k.shape, strides_);
     flat_ = form_.loop == Loop::flat;
-    // Where the kernel reads its sizes and strides in `dims` (kernel_dims'
-    // order): dims[0] is the number of elements, or of rows and dims[1] the
-    // row's length; then each dimension but the last, then each input's
-    // non-zero strides.
-    if (flat_) return;
-    size_t at = 2;
-    auto next = [&] { return "dims[" + std::to_string(at++) + "]"; };
-    for (size_t d = 0; d + 1 < k.shape.size(); ++d) shape_at_.push_back(next());
-    for (const auto& s : strides_) {
+    // Where the kernel reads its sizes and strides in `dims`: dims[0] is
+    // the number of elements, or of rows and dims[1] the row's length; the
+    // rest are where dims_layout puts them.
+    const DimsLayout layout = dims_layout(form_);
+    auto name = [](size_t i) { return "dims[" + std::to_string(i) + "]"; };
+    for (size_t i : layout.shape) shape_at_.push_back(name(i));
+    for (const auto& strides : layout.stride) {
       stride_at_.emplace_back();
-      for (int64_t v : s) stride_at_.back().push_back(v ? next() : std::string());
+      for (const auto& i : strides) stride_at_.back().push_back(i ? name(*i) : std::string());
     }
   }
 

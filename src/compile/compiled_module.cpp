@@ -322,8 +322,6 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
                     library && library->cache_hit,
                     source,
                     {}};
-  std::unordered_map<const cd::Kernel*, const cd::KernelForm*> forms;
-  for (size_t i = 0; i < kernels.size(); ++i) forms[&kernels[i]] = &generated.forms[i];
   for (const cd::Kernel& k : kernels) {
     runs_at[k.members.back()] = &k;
     fused.insert(k.members.begin(), k.members.end());
@@ -351,7 +349,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     register_function(
         target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             *forms.at(&k)));
+                                             generated.forms[&k - kernels.data()]));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;

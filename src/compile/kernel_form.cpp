@@ -65,6 +65,19 @@ KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::
   return f;
 }
 
+DimsLayout dims_layout(const KernelForm& f) {
+  DimsLayout layout;
+  if (f.loop == Loop::flat) return layout;
+  size_t at = 2;  // after the number of rows and the row's length
+  for (size_t d = 0; d + 1 < f.rank; ++d) layout.shape.push_back(at++);
+  for (const auto& zero : f.zero) {
+    layout.stride.emplace_back();
+    for (bool z : zero) layout.stride.back().push_back(z ? std::nullopt : std::optional<size_t>(at++));
+  }
+  layout.size = at;
+  return layout;
+}
+
 std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArrayRef shape,
                                                 const std::vector<std::vector<int64_t>>& read) {
   if (shape.size() != f.rank || read.size() != f.scalar.size()) return std::nullopt;
@@ -85,12 +98,15 @@ std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArr
   }
   std::vector<int64_t> dims{numel};
   if (f.loop != Loop::flat) {
+    const DimsLayout layout = dims_layout(f);
     const int64_t inner = shape.back();
-    dims = {numel / std::max<int64_t>(inner, 1), inner};
-    for (size_t d = 0; d + 1 < f.rank; ++d) dims.push_back(shape[d]);
-    for (const auto& s : read)
-      for (int64_t v : s)
-        if (v) dims.push_back(v);
+    dims.assign(layout.size, 0);
+    dims[0] = numel / std::max<int64_t>(inner, 1);
+    dims[1] = inner;
+    for (size_t d = 0; d < layout.shape.size(); ++d) dims[layout.shape[d]] = shape[d];
+    for (size_t k = 0; k < read.size(); ++k)
+      for (size_t d = 0; d < f.rank; ++d)
+        if (layout.stride[k][d]) dims[*layout.stride[k][d]] = read[k][d];
   }
   if (!f.baked.empty() && dims != f.baked) return std::nullopt;
   return dims;

@@ -106,10 +106,21 @@ std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::In
 // The form of a kernel over `shape` whose inputs are read with `read`.
 KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::vector<int64_t>>& read,
                        std::vector<bool> full_outputs);
-// The kernel's `dims` for `shape` and inputs read with `read`: [numel] for
-// a flat loop; else [outer, inner, each dimension but the last, each
-// input's non-zero strides in order]. Nothing when an input does not have
-// the form (another layout than the kernel was written for).
+// Where a nested or row kernel reads its sizes in `dims`: [0] the number of
+// rows, [1] the row's length, then each dimension but the last (`shape`),
+// then each input's non-zero strides (`stride`, nothing where the stride is
+// 0). A flat kernel's `dims` is [numel] alone (an empty layout). The code
+// generator names these places and kernel_dims fills them: one order.
+struct DimsLayout {
+  std::vector<size_t> shape;
+  std::vector<std::vector<std::optional<size_t>>> stride;  // per input, per dimension
+  size_t size = 1;
+};
+DimsLayout dims_layout(const KernelForm& form);
+// The kernel's `dims` for `shape` and inputs read with `read`, as
+// dims_layout places them. Nothing when an input does not have the form
+// (another layout than the kernel was written for) or, for a static
+// kernel, when they are not the sizes it was built for.
 std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::IntArrayRef shape,
                                                 const std::vector<std::vector<int64_t>>& read);
 
