@@ -12,16 +12,21 @@
 // output keeps the structure the function returns. docs/capture.md says how
 // it works and where it differs from make_fx.
 //
-// What the code computes from tensor data in C++ (a size read with
-// `x.size(0)`, a branch on `x.item<float>()`) is specialized: the graph holds
-// this run's path. Operators whose result is data itself (item, nonzero, ...)
-// are rejected with fx::TraceError unless allow_data_dependent is set.
+// What the code computes from tensor data in C++ (a branch on
+// `x.item<float>()`) is specialized: the graph holds this run's path.
+// Operators whose result is data itself (item, nonzero, ...) are rejected
+// with fx::TraceError unless allow_data_dependent is set. Sizes read with
+// `x.size(0)` are specialized too, except for the dimensions that
+// CaptureOptions::dynamic_shapes marks: those become symbolic.
 
 #include <fx/graph_module.h>
 
 #include <ATen/core/ivalue.h>
 
+#include <cstdint>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +38,17 @@ class Module;
 namespace fx {
 
 class Module;
+
+// A dimension whose size may vary (torch.export.Dim): the sizes it may take
+// are [min, max]. Dimensions that share a non-empty name are one symbol, and
+// must have the same size. Sizes 0 and 1 are left out by default: a size of 1
+// broadcasts, so code is usually another program there (torch.export's 0/1
+// specialization).
+struct Dim {
+  std::string name;
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
 
 struct CaptureOptions {
   // The names of the inputs: input i becomes placeholder `<name>_1`, as
@@ -57,6 +73,19 @@ struct CaptureOptions {
   // called the operator (slow: a backtrace per operator).
   bool record_stack_traces = false;
   std::string class_name = "GraphModule";
+  // Dimensions whose size may vary, per input: dynamic_shapes[i] maps a
+  // dimension of input i (a tensor) to its Dim, as torch.export's
+  // dynamic_shapes does. Each becomes a symbol (s0, s1, ... in order of
+  // first appearance), and every integer of the graph that follows these
+  // sizes becomes a sym_size.int node or SymInt arithmetic on such nodes
+  // (operator.mul, ...), as make_fx(tracing_mode="symbolic") records them; the
+  // graph then runs at any size in range. C++ sizes are plain integers with
+  // no history, so the function is captured again at other sizes (once per
+  // symbol, and once with all of them changed) and each such integer is
+  // written as what it equals at all of them. Code that takes another path
+  // at another size, or computes a float from a size, is an fx::TraceError
+  // naming the node. docs/capture.md, "Dynamic dimensions", says more.
+  std::vector<std::map<int64_t, Dim>> dynamic_shapes;
 };
 
 using CaptureFunction = std::function<c10::IValue(const std::vector<c10::IValue>&)>;

@@ -5,6 +5,7 @@
 #include <fx/value.h>
 
 #include "recorder.h"
+#include "symbolic_sizes.h"
 
 #include <torch/nn/module.h>
 
@@ -56,11 +57,15 @@ std::unique_ptr<GraphModule> capture_impl(torch::nn::Module* root, const Capture
                                           const std::vector<c10::IValue>& inputs,
                                           const CaptureOptions& options) {
   if (!fn) throw Error("capture: the function to capture is empty");
-  Recorder recorder(options, root);
-  recorder.add_inputs(input_names(options, inputs.size()), inputs);
-  c10::IValue result = run_function(recorder, fn, inputs);
-  recorder.finish(result);
-  return graph_module_of(recorder, options);
+  const std::vector<std::string> names = input_names(options, inputs.size());
+  auto capture_at = [&](const std::vector<c10::IValue>& at) {
+    Recorder recorder(options, root);
+    recorder.add_inputs(names, at);
+    c10::IValue result = run_function(recorder, fn, at);
+    recorder.finish(result);
+    return graph_module_of(recorder, options);
+  };
+  return capture_detail::capture_dynamic(capture_at, inputs, names, options, root);
 }
 
 }  // namespace
@@ -93,27 +98,31 @@ std::unique_ptr<GraphModule> capture_training_step(torch::nn::Module& root, cons
                                                    const std::vector<c10::IValue>& example_inputs,
                                                    const CaptureOptions& options) {
   if (!step) throw Error("capture_training_step: the step function is empty");
-  // The gradients this step computes, not ones accumulated before: start
-  // from none, and give the parameters theirs back afterwards.
-  auto parameters = root.named_parameters(/*recurse=*/true);
-  struct RestoreGrads {
-    std::vector<std::pair<at::Tensor, at::Tensor>> saved;
-    ~RestoreGrads() {
-      for (auto& [p, g] : saved) p.mutable_grad() = g;
+  const std::vector<std::string> names = input_names(options, example_inputs.size());
+  auto capture_at = [&](const std::vector<c10::IValue>& at) {
+    // The gradients this step computes, not ones accumulated before: start
+    // from none, and give the parameters theirs back afterwards.
+    auto parameters = root.named_parameters(/*recurse=*/true);
+    struct RestoreGrads {
+      std::vector<std::pair<at::Tensor, at::Tensor>> saved;
+      ~RestoreGrads() {
+        for (auto& [p, g] : saved) p.mutable_grad() = g;
+      }
+    } restore;
+    for (const auto& p : parameters) {
+      restore.saved.emplace_back(p.value(), p.value().grad());
+      p.value().mutable_grad() = at::Tensor();
     }
-  } restore;
-  for (const auto& p : parameters) {
-    restore.saved.emplace_back(p.value(), p.value().grad());
-    p.value().mutable_grad() = at::Tensor();
-  }
-  Recorder recorder(options, &root);
-  recorder.add_inputs(input_names(options, example_inputs.size()), example_inputs);
-  c10::IValue result = run_function(recorder, step, example_inputs);
-  std::vector<std::pair<std::string, at::Tensor>> grads;
-  for (const auto& p : parameters)
-    if (p.value().grad().defined()) grads.emplace_back(p.key(), p.value().grad());
-  recorder.finish(result, &grads);
-  return graph_module_of(recorder, options);
+    Recorder recorder(options, &root);
+    recorder.add_inputs(names, at);
+    c10::IValue result = run_function(recorder, step, at);
+    std::vector<std::pair<std::string, at::Tensor>> grads;
+    for (const auto& p : parameters)
+      if (p.value().grad().defined()) grads.emplace_back(p.key(), p.value().grad());
+    recorder.finish(result, &grads);
+    return graph_module_of(recorder, options);
+  };
+  return capture_detail::capture_dynamic(capture_at, example_inputs, names, options, &root);
 }
 
 }  // namespace fx

@@ -1,0 +1,556 @@
+// Integers that follow the dynamic sizes, written as sym_size.int nodes and
+// SymInt arithmetic (symbolic_sizes.h says why from several captures).
+//
+// The captures are compared node by node: the same operators in the same
+// order, the same arguments except integers. An integer that differs is
+// given by the values it takes in the captures, and written as the first
+// tensor size the graph has that takes the same values (`sym_size.int(x, 0)`,
+// read right before the node that uses it, as make_fx reads it lazily), or
+// else one operation on such sizes: `s + c`, `s - c`, `s * c`, `s // c`,
+// `s * c + d`, `s * t`, `s + t`. The sizes with the same values are found
+// through a map, so each integer costs a lookup per distinct size.
+
+#include "symbolic_sizes.h"
+
+#include <fx/error.h>
+#include <fx/graph.h>
+#include <fx/passes/shape_prop.h>
+#include <fx/value.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/nn/module.h>
+
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace fx::capture_detail {
+
+namespace {
+
+using Values = std::vector<int64_t>;  // one integer in each capture, capture 0 first
+
+std::string join(const Values& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+// What captures 1.. differ in, for messages: "dimension 0 of input 'x' (s0)
+// at 12 instead of 6".
+class Sizes {
+ public:
+  Sizes(const std::vector<Symbol>& symbols, const std::vector<std::vector<int64_t>>& sizes,
+        const std::vector<std::string>& names)
+      : symbols_(symbols), sizes_(sizes), names_(names) {}
+
+  std::string at(size_t capture) const {
+    std::string text;
+    for (size_t k = 0; k < symbols_.size(); ++k) {
+      if (sizes_[capture][k] == sizes_[0][k]) continue;
+      text += (text.empty() ? "" : " and ") + describe(symbols_[k], names_) + " at " +
+              std::to_string(sizes_[capture][k]) + " instead of " + std::to_string(sizes_[0][k]);
+    }
+    return text;
+  }
+  // "s0 = 6, 12, 6, 18": the symbols' sizes in the captures.
+  std::string table() const {
+    std::string text;
+    for (size_t k = 0; k < symbols_.size(); ++k) {
+      Values v;
+      for (const auto& s : sizes_) v.push_back(s[k]);
+      text += (k ? "; " : "") + symbols_[k].name + " = " + join(v);
+    }
+    return text;
+  }
+  // The symbol whose sizes are `v`, if one is.
+  const Symbol* symbol(const Values& v) const {
+    for (size_t k = 0; k < symbols_.size(); ++k) {
+      bool same = true;
+      for (size_t r = 0; r < sizes_.size() && same; ++r) same = sizes_[r][k] == v[r];
+      if (same) return &symbols_[k];
+    }
+    return nullptr;
+  }
+
+ private:
+  const std::vector<Symbol>& symbols_;
+  const std::vector<std::vector<int64_t>>& sizes_;
+  const std::vector<std::string>& names_;
+};
+
+// A graph's nodes in order, and each node's position in that order.
+struct Nodes {
+  std::vector<Node*> list;
+  std::unordered_map<const Node*, size_t> position;
+  explicit Nodes(const Graph& g) {
+    for (Node* n : g.nodes()) {
+      position.emplace(n, list.size());
+      list.push_back(n);
+    }
+  }
+};
+
+// How an integer is computed from sizes: `a` alone, or one operation.
+struct Fit {
+  enum class Kind { size, add, sub, mul, floordiv, mul_add, mul_sub, mul_sizes, add_sizes } kind;
+  size_t a = 0, b = 0;  // atoms (tensor sizes)
+  int64_t c = 0, d = 0;
+  bool compound() const { return kind != Kind::size; }
+};
+
+const std::vector<int64_t>* shape_of(const Node* n) {
+  const auto* m = n->meta().get<passes::TensorMetadata>("tensor_meta");
+  return m ? &m->shape : nullptr;
+}
+
+class SizeWriter {
+ public:
+  SizeWriter(GraphModule& base, std::vector<const GraphModule*> others, const Sizes& sizes,
+             std::string module)
+      : base_(base), others_(std::move(others)), sizes_(sizes), module_(std::move(module)) {}
+
+  void run() {
+    Nodes base(base_.graph());
+    for (const GraphModule* o : others_) nodes_.emplace_back(o->graph());
+    for (size_t r = 0; r < nodes_.size(); ++r)
+      if (nodes_[r].list.size() != base.list.size())
+        differ(r + 1, base.list.back(),
+               std::string("it has ") + std::to_string(base.list.size()) + " nodes there and " +
+                   std::to_string(nodes_[r].list.size()) + " here");
+    base_position_ = &base.position;
+    for (size_t i = 0; i < base.list.size(); ++i) {
+      Node* n = base.list[i];
+      others_at_.clear();
+      for (auto& nodes : nodes_) others_at_.push_back(nodes.list[i]);
+      compare_node(n);
+      rewrite_arguments(n);
+      add_sizes_of(n);
+    }
+    if (module_.empty()) record_placeholder_sizes(base);
+    compare_branches();
+  }
+
+ private:
+  // ---- comparing -----------------------------------------------------------
+
+  std::string node_text(const Node* n) const {
+    return "node '" + n->name() + "'" + (module_.empty() ? "" : " of the branch '" + module_ + "'");
+  }
+
+  [[noreturn]] void differ(size_t capture, const Node* n, const std::string& how) const {
+    throw TraceError("capture: with " + sizes_.at(capture) + " the graph differs at " + node_text(n) + ": " +
+                     how +
+                     ". The code takes another path at that size (a branch or a loop on a size), so the "
+                     "dimension cannot be dynamic: leave it static, or narrow its Dim's range to sizes that "
+                     "take one path");
+  }
+
+  void compare_node(const Node* n) const {
+    for (size_t r = 0; r < others_at_.size(); ++r) {
+      const Node* o = others_at_[r];
+      if (o->op() != n->op() || !(o->target() == n->target()) || o->name() != n->name())
+        differ(r + 1, n,
+               "it is " + std::string(op_name(n->op())) + " " + n->target().str() + " there and '" +
+                   o->name() + "', " + std::string(op_name(o->op())) + " " + o->target().str() + " here");
+      if (o->kwargs().size() != n->kwargs().size() || o->args().size() != n->args().size())
+        differ(r + 1, n, "its arguments differ in number");
+      for (size_t k = 0; k < n->kwargs().size(); ++k)
+        if (o->kwargs()[k].first != n->kwargs()[k].first) differ(r + 1, n, "its keyword arguments differ");
+    }
+  }
+
+  // ---- rewriting the integers ---------------------------------------------
+
+  // Visits `a` and the same place in the other captures. Collecting, it
+  // checks they differ only in integers and fits each integer that does;
+  // replacing, it puts the next written node in each such place.
+  Argument visit(const Argument& a, const std::vector<const Argument*>& others, const std::string& where,
+                 bool collect) {
+    auto mismatch = [&](size_t r, const std::string& how) {
+      differ(r + 1, current_, "its argument " + where + " " + how);
+    };
+    if (a.is<int64_t>()) {
+      Values v{a.get<int64_t>()};
+      for (size_t r = 0; r < others.size(); ++r) {
+        if (!others[r]->is<int64_t>())
+          mismatch(r, "is an int there and a " + std::string(others[r]->kind_name()) + " here");
+        v.push_back(others[r]->get<int64_t>());
+      }
+      bool varies = false;
+      for (int64_t x : v) varies |= x != v[0];
+      if (!varies) return a;
+      if (collect) {
+        fits_.push_back(fit(v, where));
+        return a;
+      }
+      return Argument(written_[next_written_++]);
+    }
+    if (a.is<double>() && collect) {
+      for (size_t r = 0; r < others.size(); ++r)
+        if (!others[r]->is<double>() || others[r]->get<double>() != a.get<double>()) {
+          if (others[r]->is<double>())
+            throw TraceError(
+                "capture: the float argument " + where + " of " + node_text(current_) + " is " +
+                std::to_string(a.get<double>()) + " here and " + std::to_string(others[r]->get<double>()) +
+                " with " + sizes_.at(r + 1) +
+                ": fxcpp makes integer sizes symbolic, not floats computed from them. Compute it "
+                "with tensor operators, or leave the dimension static");
+          mismatch(r, "differs");
+        }
+      return a;
+    }
+    auto items = [&](const std::vector<Argument>& base_items, auto get_items) {
+      std::vector<Argument> out;
+      for (size_t i = 0; i < base_items.size(); ++i) {
+        std::vector<const Argument*> at;
+        for (size_t r = 0; r < others.size(); ++r) {
+          const std::vector<Argument>* theirs = get_items(*others[r]);
+          if (!theirs || theirs->size() != base_items.size()) mismatch(r, "has another length or kind");
+          at.push_back(&(*theirs)[i]);
+        }
+        out.push_back(visit(base_items[i], at, where + "[" + std::to_string(i) + "]", collect));
+      }
+      return out;
+    };
+    if (a.is<List>())
+      return List{items(a.get<List>().items,
+                        [](const Argument& o) { return o.is<List>() ? &o.get<List>().items : nullptr; })};
+    if (a.is<Tuple>())
+      return Tuple{items(a.get<Tuple>().items,
+                         [](const Argument& o) { return o.is<Tuple>() ? &o.get<Tuple>().items : nullptr; })};
+    if (a.is<Dict>()) {
+      Dict out;
+      for (size_t i = 0; i < a.get<Dict>().items.size(); ++i) {
+        const auto& [key, value] = a.get<Dict>().items[i];
+        std::vector<const Argument*> at;
+        for (size_t r = 0; r < others.size(); ++r) {
+          if (!others[r]->is<Dict>() || others[r]->get<Dict>().items.size() <= i ||
+              others[r]->get<Dict>().items[i].first != key)
+            mismatch(r, "has other keys");
+          at.push_back(&others[r]->get<Dict>().items[i].second);
+        }
+        out.items.emplace_back(key, visit(value, at, where + "['" + key + "']", collect));
+      }
+      return out;
+    }
+    if (!collect) return a;
+    for (size_t r = 0; r < others.size(); ++r) {
+      const Argument& o = *others[r];
+      if (a.is_node()) {
+        if (!o.is_node() || nodes_[r].position.at(o.node()) != base_position_->at(a.node()))
+          mismatch(r, "is another value");
+      } else if (a.is<Opaque>()) {
+        if (!o.is<Opaque>() || o.get<Opaque>().repr != a.get<Opaque>().repr) mismatch(r, "differs");
+      } else if (a.is<Slice>()) {
+        if (!o.is<Slice>() || !(o == a)) mismatch(r, "differs");
+      } else if (!(o == a)) {
+        mismatch(r, "differs");
+      }
+    }
+    return a;
+  }
+
+  void rewrite_arguments(Node* n) {
+    current_ = n;
+    fits_.clear();
+    auto others_args = [&](size_t i) {
+      std::vector<const Argument*> at;
+      for (const Node* o : others_at_) at.push_back(&o->args()[i]);
+      return at;
+    };
+    auto others_kwargs = [&](size_t i) {
+      std::vector<const Argument*> at;
+      for (const Node* o : others_at_) at.push_back(&o->kwargs()[i].second);
+      return at;
+    };
+    for (size_t i = 0; i < n->args().size(); ++i)
+      visit(n->args()[i], others_args(i), std::string("args[") + std::to_string(i) + "]", true);
+    for (size_t i = 0; i < n->kwargs().size(); ++i)
+      visit(n->kwargs()[i].second, others_kwargs(i), "kwargs['" + n->kwargs()[i].first + "']", true);
+    if (fits_.empty()) return;
+    if (!module_.empty())
+      throw TraceError("capture: the integer arguments of " + node_text(n) +
+                       " follow the dynamic sizes; fxcpp does not yet make sizes inside cond and while_loop "
+                       "branches symbolic: leave the dimension static");
+    // Python computes `b * 2` before the call that takes it, and reads a
+    // size it passes as it is at the call: arithmetic first, then sizes.
+    written_.assign(fits_.size(), nullptr);
+    {
+      auto at = n->graph().inserting_before(n);
+      for (size_t k = 0; k < fits_.size(); ++k)
+        if (fits_[k].compound()) written_[k] = write(fits_[k]);
+      for (size_t k = 0; k < fits_.size(); ++k)
+        if (!fits_[k].compound()) written_[k] = write(fits_[k]);
+    }
+    next_written_ = 0;
+    Args args;
+    for (size_t i = 0; i < n->args().size(); ++i)
+      args.push_back(visit(n->args()[i], others_args(i), "", false));
+    Kwargs kwargs;
+    for (size_t i = 0; i < n->kwargs().size(); ++i)
+      kwargs.emplace_back(n->kwargs()[i].first, visit(n->kwargs()[i].second, others_kwargs(i), "", false));
+    n->set_args(std::move(args));
+    n->set_kwargs(std::move(kwargs));
+  }
+
+  // ---- sizes and fitting ----------------------------------------------------
+
+  struct Atom {
+    Values values;
+    Node* node;
+    int64_t dim;
+    Node* read = nullptr;  // its sym_size.int node, once written
+  };
+
+  void add_sizes_of(Node* n) {
+    const std::vector<int64_t>* shape = shape_of(n);
+    if (!shape) return;
+    std::vector<const std::vector<int64_t>*> theirs;
+    for (size_t r = 0; r < others_at_.size(); ++r) {
+      const std::vector<int64_t>* s = shape_of(others_at_[r]);
+      if (!s || s->size() != shape->size())
+        differ(r + 1, n,
+               std::string("its result has ") + std::to_string(shape->size()) + " dimensions there and " +
+                   (s ? std::to_string(s->size()) : std::string("none")) + " here");
+      theirs.push_back(s);
+    }
+    for (size_t d = 0; d < shape->size(); ++d) {
+      Values v{(*shape)[d]};
+      for (const auto* s : theirs) v.push_back((*s)[d]);
+      bool varies = false;
+      for (int64_t x : v) varies |= x != v[0];
+      if (!varies) continue;
+      if (n->op() == Op::get_attr)
+        throw TraceError(
+            "capture: the tensor attribute '" + n->target().str() + "' (" + node_text(n) +
+            std::string(") has dimension ") + std::to_string(d) + " of sizes " + join(v) + " for " +
+            sizes_.table() +
+            ": a tensor made outside the captured operators follows a dynamic size. Make it inside "
+            "the function, or leave the dimension static");
+      if (atom_of_.emplace(v, atoms_.size()).second) atoms_.push_back(Atom{v, n, static_cast<int64_t>(d)});
+    }
+  }
+
+  std::optional<size_t> atom(const Values& v) const {
+    auto it = atom_of_.find(v);
+    return it == atom_of_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+
+  // The simplest way to compute `v` from sizes the graph has so far.
+  Fit fit(const Values& v, const std::string& where) const {
+    if (auto a = atom(v)) return {Fit::Kind::size, *a};
+    const size_t runs = v.size();
+    auto all = [&](auto pred) {
+      for (size_t r = 0; r < runs; ++r)
+        if (!pred(r)) return false;
+      return true;
+    };
+    for (size_t i = 0; i < atoms_.size(); ++i) {  // s + c, s - c
+      const Values& s = atoms_[i].values;
+      const int64_t c = v[0] - s[0];
+      if (all([&](size_t r) { return v[r] - s[r] == c; }))
+        return c > 0 ? Fit{Fit::Kind::add, i, 0, c} : Fit{Fit::Kind::sub, i, 0, -c};
+    }
+    for (size_t i = 0; i < atoms_.size(); ++i) {  // s * c
+      const Values& s = atoms_[i].values;
+      if (s[0] == 0 || v[0] % s[0] != 0) continue;
+      const int64_t c = v[0] / s[0];
+      if (all([&](size_t r) { return v[r] == s[r] * c; })) return {Fit::Kind::mul, i, 0, c};
+    }
+    for (size_t i = 0; i < atoms_.size(); ++i) {  // s // c
+      const Values& s = atoms_[i].values;
+      // c with s // c == v in every capture: s / (v + 1) < c <= s / v.
+      int64_t lo = 2, hi = std::numeric_limits<int64_t>::max();
+      for (size_t r = 0; r < runs && lo <= hi; ++r) {
+        if (v[r] <= 0 || s[r] < 0)
+          hi = 0;
+        else {
+          lo = std::max(lo, s[r] / (v[r] + 1) + 1);
+          hi = std::min(hi, s[r] / v[r]);
+        }
+      }
+      if (lo <= hi) return {Fit::Kind::floordiv, i, 0, lo};
+    }
+    for (size_t i = 0; i < atoms_.size(); ++i) {  // s * c + d
+      const Values& s = atoms_[i].values;
+      size_t r1 = 1;
+      while (r1 < runs && s[r1] == s[0]) ++r1;
+      if (r1 == runs || (v[r1] - v[0]) % (s[r1] - s[0]) != 0) continue;
+      const int64_t c = (v[r1] - v[0]) / (s[r1] - s[0]), d = v[0] - c * s[0];
+      if (c > 1 && d != 0 && all([&](size_t r) { return v[r] == c * s[r] + d; }))
+        return d > 0 ? Fit{Fit::Kind::mul_add, i, 0, c, d} : Fit{Fit::Kind::mul_sub, i, 0, c, -d};
+    }
+    for (size_t i = 0; i < atoms_.size(); ++i) {  // s * t, s + t
+      const Values& s = atoms_[i].values;
+      Values quotient(runs), rest(runs);
+      bool divides = true;
+      for (size_t r = 0; r < runs; ++r) {
+        divides = divides && s[r] != 0 && v[r] % s[r] == 0;
+        quotient[r] = divides ? v[r] / s[r] : 0;
+        rest[r] = v[r] - s[r];
+      }
+      if (divides)
+        if (auto t = atom(quotient)) return {Fit::Kind::mul_sizes, std::min(i, *t), std::max(i, *t)};
+      if (auto t = atom(rest)) return {Fit::Kind::add_sizes, std::min(i, *t), std::max(i, *t)};
+    }
+    throw TraceError(
+        "capture: the argument " + where + " of " + node_text(current_) + " is " + join(v) + " for " +
+        sizes_.table() +
+        ", which is neither a size of a tensor before it nor one sum, difference, product or "
+        "quotient of such a size that fxcpp can find. Compute it from tensor sizes in fewer steps, "
+        "or leave the dimension static");
+  }
+
+  Node* read(size_t a) {
+    Atom& atom = atoms_[a];
+    if (!atom.read)
+      atom.read = base_.graph().call_function("torch.ops.aten.sym_size.int", {atom.node, atom.dim});
+    return atom.read;
+  }
+
+  Node* op(const char* target, Node* lhs, const Argument& rhs) {
+    std::string key = std::string(target) + " " + lhs->name() + " ";
+    key += rhs.is_node() ? rhs.node()->name() : std::to_string(rhs.get<int64_t>());
+    auto it = arithmetic_.find(key);
+    if (it != arithmetic_.end()) return it->second;
+    Node* n = base_.graph().call_function(target, {lhs, rhs});
+    arithmetic_.emplace(std::move(key), n);
+    return n;
+  }
+
+  Node* write(const Fit& f) {
+    using K = Fit::Kind;
+    switch (f.kind) {
+      case K::size:
+        return read(f.a);
+      case K::add:
+        return op("operator.add", read(f.a), f.c);
+      case K::sub:
+        return op("operator.sub", read(f.a), f.c);
+      case K::mul:
+        return op("operator.mul", read(f.a), f.c);
+      case K::floordiv:
+        return op("operator.floordiv", read(f.a), f.c);
+      case K::mul_add:
+        return op("operator.add", op("operator.mul", read(f.a), f.c), f.d);
+      case K::mul_sub:
+        return op("operator.sub", op("operator.mul", read(f.a), f.c), f.d);
+      case K::mul_sizes: {
+        Node* lhs = read(f.a);
+        return op("operator.mul", lhs, read(f.b));
+      }
+      case K::add_sizes: {
+        Node* lhs = read(f.a);
+        return op("operator.add", lhs, read(f.b));
+      }
+    }
+    return nullptr;
+  }
+
+  // ---- placeholders and branches ------------------------------------------
+
+  // meta["sym_sizes"] of each input: "s0" where the size is a symbol, else
+  // the size, as a loaded .pt2 program's placeholders have them.
+  void record_placeholder_sizes(const Nodes& base) {
+    for (size_t i = 0; i < base.list.size(); ++i) {
+      Node* n = base.list[i];
+      if (n->op() != Op::placeholder) continue;
+      const std::vector<int64_t>* shape = shape_of(n);
+      if (!shape) continue;
+      std::vector<std::string> sym_sizes;
+      for (size_t d = 0; d < shape->size(); ++d) {
+        Values v{(*shape)[d]};
+        for (const auto& nodes : nodes_) v.push_back((*shape_of(nodes.list[i]))[d]);
+        const Symbol* s = sizes_.symbol(v);
+        sym_sizes.push_back(s ? s->name : std::to_string(v[0]));
+      }
+      n->meta().set("sym_sizes", std::move(sym_sizes));
+    }
+  }
+
+  // The branches of cond and while_loop: the same in every capture but for
+  // the sizes of their tensors.
+  void compare_branches() {
+    for (const auto& child : base_.named_children()) {
+      auto* branch = dynamic_cast<GraphModule*>(child.value().get());
+      if (!branch) continue;
+      std::vector<const GraphModule*> theirs;
+      for (const GraphModule* o : others_) {
+        const auto* t = dynamic_cast<const GraphModule*>(o->get_submodule(child.key()));
+        if (!t)
+          differ(theirs.size() + 1, base_.graph().output_node(),
+                 "the branch '" + child.key() + "' is missing");
+        theirs.push_back(t);
+      }
+      SizeWriter(*branch, theirs, sizes_, module_.empty() ? child.key() : module_ + "." + child.key()).run();
+    }
+  }
+
+  GraphModule& base_;
+  std::vector<const GraphModule*> others_;
+  const Sizes& sizes_;
+  std::string module_;  // the branch's path; empty for the captured graph
+  std::vector<Nodes> nodes_;
+  const std::unordered_map<const Node*, size_t>* base_position_ = nullptr;
+  std::vector<const Node*> others_at_;
+  Node* current_ = nullptr;
+  std::vector<Fit> fits_;
+  std::vector<Node*> written_;
+  size_t next_written_ = 0;
+  std::vector<Atom> atoms_;
+  std::map<Values, size_t> atom_of_;
+  std::unordered_map<std::string, Node*> arithmetic_;
+};
+
+}  // namespace
+
+void make_sizes_symbolic(GraphModule& base, const std::vector<const GraphModule*>& others,
+                         const std::vector<Symbol>& symbols, const std::vector<std::vector<int64_t>>& sizes,
+                         const std::vector<std::string>& names) {
+  Sizes s(symbols, sizes, names);
+  SizeWriter(base, others, s, "").run();
+  base.recompile();
+}
+
+std::unique_ptr<GraphModule> capture_dynamic(const CaptureAt& capture_at,
+                                             const std::vector<c10::IValue>& inputs,
+                                             const std::vector<std::string>& names,
+                                             const CaptureOptions& options, torch::nn::Module* root) {
+  const std::vector<Symbol> symbols = symbols_of(inputs, names, options);
+  if (symbols.empty()) return capture_at(inputs);
+  const auto sizes = capture_sizes(symbols);
+  std::unique_ptr<GraphModule> base = capture_at(inputs);
+  // The other captures run the code again: whatever they do to the
+  // buffers (batch norm's running statistics) is undone.
+  struct RestoreBuffers {
+    std::vector<std::pair<at::Tensor, at::Tensor>> saved;
+    ~RestoreBuffers() {
+      c10::AutoGradMode no_grad(false);
+      for (auto& [buffer, value] : saved) buffer.copy_(value);
+    }
+  } restore;
+  if (root)
+    for (const auto& b : root->named_buffers(/*recurse=*/true))
+      if (b.value().defined()) restore.saved.emplace_back(b.value(), b.value().clone());
+  Sizes text(symbols, sizes, names);
+  std::vector<std::unique_ptr<GraphModule>> others;
+  for (size_t r = 1; r < sizes.size(); ++r) {
+    try {
+      others.push_back(capture_at(inputs_at(inputs, symbols, sizes[r])));
+    } catch (const Error& e) {
+      throw TraceError("capture: with " + text.at(r) + " the function fails: " + e.what() +
+                       "\nA dynamic dimension must work at every size of its Dim's range: narrow the range "
+                       "(Dim::min, Dim::max), give dimensions that must be equal the same Dim name, or leave "
+                       "the dimension static");
+    }
+  }
+  std::vector<const GraphModule*> views;
+  for (const auto& o : others) views.push_back(o.get());
+  make_sizes_symbolic(*base, views, symbols, sizes, names);
+  return base;
+}
+
+}  // namespace fx::capture_detail
