@@ -14,6 +14,7 @@
 
 #include <fstream>
 #include <limits>
+#include <map>
 
 namespace {
 
@@ -263,8 +264,14 @@ TEST(CaptureConformance, CondTwoOutputs) {
           at::Tensor x = in[0].toTensor(), y = in[1].toTensor();
           at::Tensor mx = x.mean(), my = y.mean();  // in Python's order (g++ evaluates `<` right to left)
           auto out = fx::cond(
-              mx < my, [](const fx::Tensors& a) { return fx::Tensors{a[0] + a[1], a[0] * a[1]}; },
-              [](const fx::Tensors& a) { return fx::Tensors{a[0] - a[1], a[0] / a[1]}; }, {x, y});
+              mx < my,
+              [](const fx::Tensors& a) {
+                return fx::Tensors{a[0] + a[1], a[0] * a[1]};
+              },
+              [](const fx::Tensors& a) {
+                return fx::Tensors{a[0] - a[1], a[0] / a[1]};
+              },
+              {x, y});
           return tuple({out[0].relu(), out[1]});
         },
         {torch::randn({3, 4}), torch::randn({3, 4})});
@@ -274,11 +281,71 @@ TEST(CaptureConformance, WhileLoopCounter) {
   check("while_loop_counter", nullptr,
         [](const Inputs& in) -> c10::IValue {
           auto out = fx::while_loop([](const fx::Tensors& c) { return c[0] < 5; },
-                                    [](const fx::Tensors& c) { return fx::Tensors{c[0] + 1, c[1] * 2}; },
+                                    [](const fx::Tensors& c) {
+                                      return fx::Tensors{c[0] + 1, c[1] * 2};
+                                    },
                                     {in[0].toTensor(), in[1].toTensor()});
           return tuple({out[0], out[1].sum()});
         },
         {torch::tensor(0), torch::randn({3})});
+}
+
+// Dynamic dimensions: captured once with options.dynamic_shapes, compared
+// with make_fx(tracing_mode="symbolic"), and run at the example sizes and at
+// `other_sizes` (other inputs for the same program) against the code itself.
+void check_dynamic(const std::string& name, torch::nn::Module* root, const fx::CaptureFunction& fn,
+                   std::vector<std::string> input_names, const Inputs& inputs,
+                   std::vector<std::map<int64_t, fx::Dim>> dynamic_shapes,
+                   const std::vector<Inputs>& other_sizes) {
+  fx::CaptureOptions options;
+  options.input_names = std::move(input_names);
+  options.dynamic_shapes = std::move(dynamic_shapes);
+  auto gm = root ? fx::capture(*root, fn, clones(inputs), options) : fx::capture(fn, clones(inputs), options);
+  actual()[name] = {
+      {"graph", gm->graph().to_string()}, {"code", gm->code()}, {"subgraphs", nlohmann::json::object()}};
+  expect_same_values(gm->run(clones(inputs)), fn(clones(inputs)));
+  for (const Inputs& other : other_sizes) expect_same_values(gm->run(clones(other)), fn(clones(other)));
+}
+
+TEST(CaptureConformance, DynamicBatch) {
+  fx::Dim batch{"batch"};
+  check_dynamic(
+      "dynamic_batch", nullptr,
+      [](const Inputs& in) -> c10::IValue {
+        at::Tensor x = in[0].toTensor(), w = in[1].toTensor();
+        const int64_t b = x.size(0);
+        at::Tensor h = torch::nn::functional::linear(x, w).view({b, 2, 4});
+        at::Tensor z = torch::tanh(h.reshape({b * 2, 4}));
+        return tuple({z, x.slice(0, 0, b - 1), x.unsqueeze(0).expand({3, b, 16})});
+      },
+      {"x", "w"}, {torch::randn({6, 16}), torch::randn({8, 16})}, {{{0, batch}}},
+      {{torch::randn({3, 16}), torch::randn({8, 16})}, {torch::randn({11, 16}), torch::randn({8, 16})}});
+}
+
+TEST(CaptureConformance, DynamicConvFlatten) {
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 4, 3).stride(2));
+  check_dynamic("dynamic_conv_flatten", conv.ptr().get(),
+                [&](const Inputs& in) -> c10::IValue {
+                  at::Tensor c = conv->forward(in[0].toTensor());
+                  const int64_t B = c.size(0), C = c.size(1), H = c.size(2), W = c.size(3);
+                  return c.view({B, C, H * W}).transpose(1, 2);
+                },
+                {"x"}, {torch::randn({2, 3, 9, 11})},
+                {{{0, fx::Dim{"B"}}, {2, fx::Dim{"H"}}, {3, fx::Dim{"W"}}}},
+                // Odd and even sizes: the sizes after the convolution are read, not
+                // computed from the input's.
+                {{torch::randn({3, 3, 10, 13})}, {torch::randn({5, 3, 7, 8})}});
+}
+
+TEST(CaptureConformance, DynamicTwoDims) {
+  check_dynamic("dynamic_two_dims", nullptr,
+                [](const Inputs& in) -> c10::IValue {
+                  at::Tensor y = in[0].toTensor();
+                  const int64_t t = y.size(1);
+                  return tuple({y.reshape({y.size(0) * t}), y.slice(1, 0, t / 2)});
+                },
+                {"y"}, {torch::randn({4, 6})}, {{{0, fx::Dim{}}, {1, fx::Dim{}}}},
+                {{torch::randn({2, 7})}, {torch::randn({9, 3})}});
 }
 
 }  // namespace

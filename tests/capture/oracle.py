@@ -18,11 +18,13 @@ except ImportError:
 
 import os
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from programs import FUNCTIONALIZED, PROGRAMS  # noqa: E402
+from programs import DYNAMIC, FUNCTIONALIZED, PROGRAMS  # noqa: E402
 
 
 def node_name(graph, node):
     """The name make_fx gives a node made for `node`'s target."""
+    if node.target is torch.ops.aten.sym_size.int:
+        return None  # make_fx's own name for it, sym_size_int
     if node.op == 'call_function' and isinstance(node.target, torch._ops.OpOverload):
         return graph._target_to_str(node.target.overloadpacket.__name__)
     return None if node.op != 'placeholder' else node.name
@@ -75,7 +77,12 @@ def main():
         root, fn, inputs = build()
         if build in FUNCTIONALIZED:
             fn = functionalize(fn)
-        gm = make_fx(fn)(*inputs)
+        if build in DYNAMIC:
+            # Every dimension symbolic; the programs read only the sizes
+            # the C++ side marks dynamic. The weights stay real tensors.
+            gm = make_fx(fn, tracing_mode='symbolic', _allow_non_fake_inputs=True)(*inputs)
+        else:
+            gm = make_fx(fn)(*inputs)
         g = normalize(gm, root)
         out[name] = {'graph': str(g), 'code': g.python_code('self').src,
                      'subgraphs': {k: m.code for k, m in gm.named_children() if isinstance(m, torch.fx.GraphModule)}}

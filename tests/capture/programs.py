@@ -156,6 +156,42 @@ def while_loop_counter():
     return None, f, (torch.tensor(0), torch.randn(3))
 
 
+def dynamic_batch():
+    """A dynamic batch (dimension 0 of x): the batch read as a size, and
+    SymInt arithmetic on it. (The weight is an input: make_fx's symbolic
+    mode leaves an unused alias node after an addmm of a real weight.)"""
+    def f(x, w):
+        b = x.size(0)
+        h = torch.nn.functional.linear(x, w).view(b, 2, 4)
+        z = torch.tanh(h.reshape(b * 2, 4))
+        return z, torch.ops.aten.slice.Tensor(x, 0, 0, b - 1), x.unsqueeze(0).expand(3, b, 16)
+    return None, f, (torch.randn(6, 16), torch.randn(8, 16))
+
+
+def dynamic_conv_flatten():
+    """Dynamic batch, height and width: the sizes after a strided convolution
+    are read from the convolution's result."""
+    conv = nn.Conv2d(3, 4, 3, stride=2)
+
+    def f(x):
+        c = conv(x)
+        B, C, H, W = c.shape
+        return c.view(B, C, H * W).transpose(1, 2)
+    return conv, f, (torch.randn(2, 3, 9, 11),)
+
+
+def dynamic_two_dims():
+    """Two dynamic dimensions: their product and a quotient."""
+    def f(y):
+        t = y.size(1)
+        return y.reshape(y.size(0) * t), torch.ops.aten.slice.Tensor(y, 1, 0, t // 2)
+    return None, f, (torch.randn(4, 6),)
+
+
+# Captured with make_fx(tracing_mode="symbolic"); the C++ side marks the
+# dimensions the docstrings name dynamic.
+DYNAMIC = [dynamic_batch, dynamic_conv_flatten, dynamic_two_dims]
+
 CONTROL_FLOW = [cond_one_output, cond_two_outputs, while_loop_counter]
 
 FUNCTIONALIZED = [update_through_select, update_input_through_view, view_after_base_update,
@@ -163,4 +199,4 @@ FUNCTIONALIZED = [update_through_select, update_input_through_view, view_after_b
 
 PROGRAMS = {f.__name__: f for f in [functional, mlp_forward, mlp_grad, resnet18_eval, resnet18_grad,
                                     mobilenet_v2_eval, mobilenet_v2_grad, encoder_layer_eval, encoder_layer_grad,
-                                    lstm_forward, lstm_grad] + FUNCTIONALIZED + CONTROL_FLOW}
+                                    lstm_forward, lstm_grad] + FUNCTIONALIZED + CONTROL_FLOW + DYNAMIC}
