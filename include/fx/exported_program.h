@@ -142,8 +142,11 @@ ExportedProgram load_exported_from_bytes(std::string_view bytes, const std::stri
 // (`p_<path>`, `b_<path>`, `c_<path>`, before the user inputs, as torch.export
 // orders them) with the graph signature saying which is which, its output
 // flattened (the structure kept in out_spec). In-place updates stay in the
-// graph, as in torch.export's training IR. Every call_function must be a
-// torch.ops operator or operator.getitem of one, and every tensor value needs
+// graph, as in torch.export's training IR. Dynamic dimensions of the capture
+// (CaptureOptions::dynamic_shapes) become the program's range constraints,
+// so run() takes any size in range and refuses others. Every call_function
+// must be a torch.ops operator, operator.getitem of one, or SymInt arithmetic
+// (operator.add, sub, mul, floordiv), and every tensor value needs
 // meta["tensor_meta"] (capture records it); otherwise throws fx::Error naming
 // the node.
 ExportedProgram to_exported_program(const GraphModule& captured);

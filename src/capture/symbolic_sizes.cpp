@@ -453,7 +453,9 @@ class SizeWriter {
   // ---- placeholders and branches ------------------------------------------
 
   // meta["sym_sizes"] of each input: "s0" where the size is a symbol, else
-  // the size, as a loaded .pt2 program's placeholders have them.
+  // the size, as a loaded .pt2 program's placeholders have them; and
+  // meta["sym_dims"], the Dim of each of its symbols (its range), which
+  // to_exported_program makes the program's range constraints.
   void record_placeholder_sizes(const Nodes& base) {
     for (size_t i = 0; i < base.list.size(); ++i) {
       Node* n = base.list[i];
@@ -461,13 +463,16 @@ class SizeWriter {
       const std::vector<int64_t>* shape = shape_of(n);
       if (!shape) continue;
       std::vector<std::string> sym_sizes;
+      std::map<std::string, Dim> sym_dims;
       for (size_t d = 0; d < shape->size(); ++d) {
         Values v{(*shape)[d]};
         for (const auto& nodes : nodes_) v.push_back((*shape_of(nodes.list[i]))[d]);
         const Symbol* s = sizes_.symbol(v);
         sym_sizes.push_back(s ? s->name : std::to_string(v[0]));
+        if (s) sym_dims.emplace(s->name, s->dim);
       }
       n->meta().set("sym_sizes", std::move(sym_sizes));
+      if (!sym_dims.empty()) n->meta().set("sym_dims", std::move(sym_dims));
     }
   }
 

@@ -145,11 +145,9 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
       case InputSpec::Kind::user_input:
       case InputSpec::Kind::constant_input: {
         Specs::Input in{spec.name, false, std::nullopt};
-        if (const auto* m = placeholders[i]->meta().get<passes::TensorMetadata>("tensor_meta")) {
-          in.is_tensor = true;
-          in.dims.emplace();
-          for (int64_t s : m->shape) in.dims->push_back(Specs::Dim{s, {}});
-        } else if (const auto* sizes = placeholders[i]->meta().get<std::vector<std::string>>("sym_sizes")) {
+        // sym_sizes first: a dynamic capture's placeholders have both,
+        // tensor_meta with the example's sizes.
+        if (const auto* sizes = placeholders[i]->meta().get<std::vector<std::string>>("sym_sizes")) {
           in.is_tensor = true;
           in.dims.emplace();
           for (const std::string& s : *sizes) {
@@ -157,6 +155,10 @@ ExportedProgram::ExportedProgram(std::unique_ptr<GraphModule> graph_module, Expo
             if (!d.size && range_constraints_.count(s)) d.symbol = s;
             in.dims->push_back(d);
           }
+        } else if (const auto* m = placeholders[i]->meta().get<passes::TensorMetadata>("tensor_meta")) {
+          in.is_tensor = true;
+          in.dims.emplace();
+          for (int64_t s : m->shape) in.dims->push_back(Specs::Dim{s, {}});
         }
         specs_->user_inputs.push_back(std::move(in));
         specs_->lifted.emplace_back();

@@ -1,10 +1,14 @@
 // fx::to_exported_program: a captured ATen graph as an ExportedProgram, its
 // tensor attributes lifted into placeholders (exported_program.h).
+#include <fx/capture.h>
 #include <fx/exported_program.h>
 #include <fx/passes/shape_prop.h>
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -22,6 +26,13 @@ std::string lifted_name(const char* prefix, const std::string& path) {
 }
 
 using SpecJson = nlohmann::ordered_json;
+
+// The Python operators an exported graph holds beside torch.ops: getitem of
+// a multi-output operator, and SymInt arithmetic on sizes.
+bool is_python_operator(const Target& t) {
+  return t == "operator.getitem" || t == "operator.add" || t == "operator.sub" || t == "operator.mul" ||
+         t == "operator.floordiv";
+}
 
 SpecJson leaf_spec() {
   return SpecJson{{"type", nullptr}, {"context", nullptr}, {"children_spec", SpecJson::array()}};
@@ -94,6 +105,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
     signature.input_specs.push_back({l.kind, p->name(), l.path, true});
     (l.kind == InputSpec::Kind::constant_tensor ? constants : state_dict).emplace_back(l.path, t);
   }
+  std::map<std::string, RangeConstraint> ranges;
   std::unordered_map<const Node*, Node*> env;
   std::map<std::string, GraphModule::Attr> submodules;
   SpecJson args_spec = SpecJson::array();
@@ -103,6 +115,12 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
       case Op::placeholder: {
         Node* p = graph->node_copy(*n, [](Node*) -> Argument { return None; });
         env.emplace(n, p);
+        // Dynamic dimensions (CaptureOptions::dynamic_shapes): their ranges.
+        if (const auto* dims = n->meta().get<std::map<std::string, Dim>>("sym_dims"))
+          for (const auto& [symbol, dim] : *dims)
+            ranges.emplace(symbol, RangeConstraint{dim.min, dim.max == std::numeric_limits<int64_t>::max()
+                                                                ? std::nullopt
+                                                                : std::optional<int64_t>(dim.max)});
         signature.input_specs.push_back({InputSpec::Kind::user_input, p->name(), "", true});
         args_spec.push_back(leaf_spec());
         break;
@@ -121,7 +139,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
         output = n->args().at(0);
         break;
       case Op::call_function:
-        if (!n->target().ops_name() && n->target() != "operator.getitem")
+        if (!n->target().ops_name() && !is_python_operator(n->target()))
           throw Error("to_exported_program: node '" + n->name() + "' calls " + n->target().str() +
                       "; an exported program holds torch.ops operators (capture with fx::capture)");
         env.emplace(n, graph->node_copy(*n, [&](Node* in) -> Argument { return env.at(in); }));
@@ -149,7 +167,7 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
         {{{"type", "builtins.tuple"}, {"context", "null"}, {"children_spec", args_spec}},
          {{"type", "builtins.dict"}, {"context", "[]"}, {"children_spec", SpecJson::array()}}}}}};
   auto gm = std::make_unique<GraphModule>(submodules, std::move(graph));
-  return ExportedProgram(std::move(gm), std::move(signature), std::move(state_dict), std::move(constants), {},
+  return ExportedProgram(std::move(gm), std::move(signature), std::move(state_dict), std::move(constants), ranges,
                          in_spec.dump(), SpecJson{1, out_spec}.dump());
 }
 

@@ -152,4 +152,35 @@ TEST(SaveExported, RefusesWhatItCannotWrite) {
   }
 }
 
+TEST(SaveExported, ADynamicCaptureRunsAtAnySizeInItsRange) {
+  torch::manual_seed(0);
+  torch::nn::Linear lin(4, 3);
+  auto fn = [&](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    return lin->forward(x).view({x.size(0) * 3});
+  };
+  fx::CaptureOptions options;
+  options.dynamic_shapes = {{{0, fx::Dim{"batch", 2, 16}}}};
+  fx::ExportedProgram ep = fx::to_exported_program(*fx::capture(*lin, fn, {torch::randn({5, 4})}, options));
+  ASSERT_EQ(ep.range_constraints().count("s0"), 1u);
+  EXPECT_EQ(ep.range_constraints().at("s0").min_val, 2);
+  EXPECT_EQ(ep.range_constraints().at("s0").max_val, 16);
+  at::Tensor x = torch::randn({9, 4});
+  EXPECT_TRUE(torch::allclose(ep.run({x}).toTensor(), fn({x}).toTensor()));
+  try {
+    ep.run({torch::randn({20, 4})});
+    ADD_FAILURE() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dimension 0 is 20, outside the range [2, 16] of s0"), std::string::npos)
+        << e.what();
+  }
+  // Writing symbolic sizes into a .pt2 is not done yet: refused by name.
+  try {
+    fx::save_exported(ep, kOut + "/dynamic.pt2");
+    ADD_FAILURE() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic sizes"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
