@@ -3,11 +3,14 @@
 // cannot vary. (conformance_test.cpp compares the graphs with make_fx's.)
 #include <fx/capture.h>
 #include <fx/control_flow.h>
+#include <fx/models/resnet.h>
+#include <fx/models/vision_transformer.h>
 #include <fx/value.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <string>
 
 namespace {
@@ -213,6 +216,51 @@ TEST(DynamicShapes, ARangeBoundsTheOtherSizes) {
       },
       {torch::randn({4, 2})}, dynamic({{{0, fx::Dim{"b", 4, 5}}}}));
   EXPECT_EQ(gm->run({torch::randn({5, 2})}).toTensor().sizes(), (std::vector<int64_t>{5, 2}));
+}
+
+// Real models: one capture serves other batches and image sizes.
+TEST(DynamicShapes, Resnet18WithDynamicBatchHeightAndWidth) {
+  torch::manual_seed(0);
+  auto m = fx::models::resnet18(10);
+  m->eval();
+  auto gm = fx::capture(*m, {torch::randn({2, 3, 64, 64})},
+                        dynamic({{{0, fx::Dim{}}, {2, fx::Dim{"h", 32, 512}}, {3, fx::Dim{"w", 32, 512}}}}));
+  for (auto sizes : {std::vector<int64_t>{3, 3, 96, 80}, {4, 3, 33, 47}}) {
+    at::Tensor x = torch::randn(sizes);
+    at::Tensor want = m->call({fx::Value(x)}).tensor();
+    EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), want, 1e-4, 1e-5)) << sizes;
+  }
+}
+
+TEST(DynamicShapes, VisionTransformerWithADynamicBatch) {
+  torch::manual_seed(0);
+  fx::models::VisionTransformer vit(32, 8, 2, 2, 16, 32, 0.0, 0.0, 10);
+  vit.eval();
+  auto gm = fx::capture(vit, {torch::randn({2, 3, 32, 32})}, dynamic({{{0, fx::Dim{}}}}));
+  at::Tensor x = torch::randn({5, 3, 32, 32});
+  EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), vit.call({fx::Value(x)}).tensor(), 1e-4, 1e-5));
+}
+
+TEST(DynamicShapes, MaskedAttentionWithDynamicBatchAndLength) {
+  torch::manual_seed(0);
+  torch::nn::Linear qkv(16, 48), proj(16, 16);
+  const at::Tensor mask = torch::ones({64, 64}).tril();  // up to 64 positions, as a GPT block's buffer
+  auto block = [&](const Inputs& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = 2;
+    auto parts = qkv->forward(x).view({B, T, 3, H, C / H}).permute({2, 0, 3, 1, 4}).unbind(0);
+    at::Tensor att = torch::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(double(C / H));
+    att = att.masked_fill(mask.slice(0, 0, T).slice(1, 0, T) == 0, -INFINITY).softmax(-1);
+    return proj->forward(torch::matmul(att, parts[2]).transpose(1, 2).reshape({B, T, C}));
+  };
+  auto gm = fx::capture(block, {torch::randn({2, 5, 16})},
+                        dynamic({{{0, fx::Dim{"batch"}}, {1, fx::Dim{"length", 2, 64}}}}));
+  EXPECT_NE(gm->code().find("sym_size_int_1 = torch.ops.aten.sym_size.int(x_1, 1)"), std::string::npos)
+      << gm->code();
+  for (auto sizes : {std::vector<int64_t>{3, 7, 16}, {2, 64, 16}, {6, 2, 16}}) {
+    at::Tensor x = torch::randn(sizes);
+    EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), block({x}).toTensor(), 1e-4, 1e-5)) << sizes;
+  }
 }
 
 }  // namespace
