@@ -167,8 +167,8 @@ ExportedProgram to_exported_program(const GraphModule& captured) {
         {{{"type", "builtins.tuple"}, {"context", "null"}, {"children_spec", args_spec}},
          {{"type", "builtins.dict"}, {"context", "[]"}, {"children_spec", SpecJson::array()}}}}}};
   auto gm = std::make_unique<GraphModule>(submodules, std::move(graph));
-  return ExportedProgram(std::move(gm), std::move(signature), std::move(state_dict), std::move(constants), ranges,
-                         in_spec.dump(), SpecJson{1, out_spec}.dump());
+  return ExportedProgram(std::move(gm), std::move(signature), std::move(state_dict), std::move(constants),
+                         ranges, in_spec.dump(), SpecJson{1, out_spec}.dump());
 }
 
 }  // namespace fx
