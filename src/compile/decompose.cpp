@@ -1,8 +1,9 @@
 // Phase 1 of fx::compile: operators rewritten into the ones the lowering
-// fuses, as Inductor's decomposition table does: addmm's bias, and softmax,
+// fuses, as Inductor's decomposition table does: addmm's bias; softmax,
 // log_softmax and layer_norm over the last dimension as reductions and
 // pointwise operators, which the scheduler puts back together as one row
-// kernel with what comes before and after them. Only float32 is rewritten:
+// kernel with what comes before and after them; batch norm in eval mode as
+// pointwise operators. Only float32 is rewritten:
 // the lowering fuses nothing else, and ATen's own kernels are faster than
 // the pieces.
 #include "phases.h"
@@ -73,6 +74,35 @@ bool softmax(Graph& graph, Node* n, bool log) {
   return true;
 }
 
+// Whether only the first result of the multi-output `n` is read: its
+// getitem(n, 0) users go into `outputs`, getitems nobody reads into
+// `unused`. False when another result is read (a backward reads mean and
+// rstd).
+bool first_result_only(const Node& n, std::vector<Node*>& outputs, std::vector<Node*>& unused) {
+  for (Node* user : n.users()) {
+    if (user->target() != "operator.getitem" || user->args().size() != 2 || !user->args()[1].is<int64_t>())
+      return false;
+    if (user->args()[1].get<int64_t>() == 0)
+      outputs.push_back(user);
+    else if (user->num_users() == 0)
+      unused.push_back(user);
+    else
+      return false;
+  }
+  return true;
+}
+
+// `y` in place of n's first result; n and its getitems erased.
+void replace_first_result(Graph& graph, Node* n, Node* y, const std::vector<Node*>& outputs,
+                          const std::vector<Node*>& unused) {
+  for (Node* out : outputs) {
+    out->replace_all_uses_with(y);
+    graph.erase_node(out);
+  }
+  for (Node* out : unused) graph.erase_node(out);
+  graph.erase_node(n);
+}
+
 // native_layer_norm(x, [C], w, b, eps) whose mean and rstd nobody reads:
 // d = x - mean(x); d * rsqrt(mean(d * d) + eps) * w + b.
 bool layer_norm(Graph& graph, Node* n) {
@@ -88,17 +118,8 @@ bool layer_norm(Graph& graph, Node* n) {
     eps = static_cast<double>(n->args()[4].get<int64_t>());
   else
     return false;
-  std::vector<Node*> outputs, unused;  // the getitem(n, 0) users; getitems nobody reads
-  for (Node* user : n->users()) {
-    if (user->target() != "operator.getitem" || user->args().size() != 2 || !user->args()[1].is<int64_t>())
-      return false;
-    if (user->args()[1].get<int64_t>() == 0)
-      outputs.push_back(user);
-    else if (user->num_users() == 0)
-      unused.push_back(user);
-    else
-      return false;  // mean or rstd is read (a backward)
-  }
+  std::vector<Node*> outputs, unused;
+  if (!first_result_only(*n, outputs, unused)) return false;
   for (int i : {2, 3}) {
     const Argument& a = n->args()[i];
     if (!a.is_none() &&
@@ -117,12 +138,51 @@ bool layer_norm(Graph& graph, Node* n) {
   Node* y = e.call("torch.ops.aten.mul.Tensor", {d, rstd}, full);
   if (n->args()[2].is_node()) y = e.call("torch.ops.aten.mul.Tensor", {y, n->args()[2]}, full);
   if (n->args()[3].is_node()) y = e.call("torch.ops.aten.add.Tensor", {y, n->args()[3]}, full);
-  for (Node* out : outputs) {
-    out->replace_all_uses_with(y);
-    graph.erase_node(out);
-  }
-  for (Node* out : unused) graph.erase_node(out);
-  graph.erase_node(n);
+  replace_first_result(graph, n, y, outputs, unused);
+  return true;
+}
+
+// native_batch_norm(x, w, b, mean, var, False, momentum, eps) and
+// _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps)
+// (batch norm in eval mode) whose saved mean and rstd nobody reads: with
+// each per-channel vector viewed as [C, 1, ...], (x - mean) * rsqrt(var +
+// eps) * w + b. The views stay ATen calls; the rest fuses with what comes
+// before and after it, a convolution's activation.
+bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
+  const size_t eps_at = no_training_op ? 6 : 7;
+  if (n->args().size() != eps_at + 1 || !n->args()[0].is_node() || !n->args()[eps_at].is<double>())
+    return false;
+  if (!no_training_op && (!n->args()[5].is<bool>() || n->args()[5].get<bool>())) return false;
+  const passes::TensorMetadata* m = tensor_meta(*n->args()[0].node());
+  if (!m || m->dtype != c10::kFloat || m->shape.size() < 2) return false;
+  const int64_t channels = m->shape[1];
+  auto per_channel = [&](const Argument& a) {
+    if (!a.is_node()) return false;
+    const passes::TensorMetadata* v = tensor_meta(*a.node());
+    return v && v->dtype == c10::kFloat && v->shape == std::vector<int64_t>{channels};
+  };
+  for (int i : {1, 2})
+    if (!n->args()[i].is_none() && !per_channel(n->args()[i])) return false;
+  if (!per_channel(n->args()[3]) || !per_channel(n->args()[4])) return false;
+  std::vector<Node*> outputs, unused;
+  if (!first_result_only(*n, outputs, unused)) return false;
+  Emitter e(graph, n);
+  passes::TensorMetadata column = *m;
+  column.shape.assign(m->shape.size() - 1, 1);
+  column.shape[0] = channels;
+  column = contiguous(std::move(column));
+  List shape;
+  for (int64_t d : column.shape) shape.items.emplace_back(d);
+  auto view = [&](const Argument& v) { return e.call("torch.ops.aten.view.default", {v, shape}, column); };
+  const passes::TensorMetadata full = contiguous(*m);
+  Node* d = e.call("torch.ops.aten.sub.Tensor", {n->args()[0], view(n->args()[3])}, full);
+  Node* rstd =
+      e.call("torch.ops.aten.rsqrt.default",
+             {e.call("torch.ops.aten.add.Scalar", {view(n->args()[4]), n->args()[eps_at]}, column)}, column);
+  Node* y = e.call("torch.ops.aten.mul.Tensor", {d, rstd}, full);
+  if (n->args()[1].is_node()) y = e.call("torch.ops.aten.mul.Tensor", {y, view(n->args()[1])}, full);
+  if (n->args()[2].is_node()) y = e.call("torch.ops.aten.add.Tensor", {y, view(n->args()[2])}, full);
+  replace_first_result(graph, n, y, outputs, unused);
   return true;
 }
 
@@ -159,6 +219,11 @@ size_t decompose(Graph& graph) {
     rewritten += softmax(graph, n, true);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_layer_norm.default")))
     rewritten += layer_norm(graph, n);
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_batch_norm.default")))
+    rewritten += batch_norm_eval(graph, n, false);
+  for (Node* n : graph.find_nodes(Op::call_function,
+                                  Target("torch.ops.aten._native_batch_norm_legit_no_training.default")))
+    rewritten += batch_norm_eval(graph, n, true);
   return rewritten;
 }
 

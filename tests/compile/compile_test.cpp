@@ -158,6 +158,34 @@ TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
   EXPECT_EQ(compiled_rms->report().fused_nodes, 6u);
 }
 
+TEST(Compile, BatchNormInEvalFusesWithItsActivation) {
+  torch::manual_seed(0);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3).padding(1));
+  torch::nn::BatchNorm2d bn(8);
+  torch::NoGradGuard no_grad;
+  bn->running_mean.normal_();
+  bn->running_var.uniform_(0.5, 2);
+  bn->weight.normal_();
+  bn->bias.normal_();
+  torch::nn::Sequential net(conv, bn, torch::nn::ReLU());
+  net->eval();
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({2, 3, 10, 12});
+  expect_close(compiled->run({x}).toTensor(), net->forward(x));
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_THAT(text, testing::Not(HasSubstr("batch_norm")));
+  EXPECT_THAT(text, HasSubstr("torch.ops.aten.convolution.default"));
+  // rsqrt(var + eps) over [C, 1, 1], once per channel; then the
+  // normalization and the ReLU, one kernel after the convolution.
+  EXPECT_EQ(compiled->report().kernels, 2u) << text;
+  EXPECT_THAT(text, HasSubstr("cpp_fused_sub_mul_add_relu_1"));
+  // The statistics are read, not frozen.
+  bn->running_mean.add_(1);
+  expect_close(compiled->run({x}).toTensor(), net->forward(x));
+}
+
 TEST(Compile, AValuePerRowCanBeAnOutput) {
   auto fn = [](const at::Tensor& x) {
     at::Tensor s = (x * x).sum(-1, true);
