@@ -1,11 +1,13 @@
-// fx::compile beside LibTorch eager on five programs: exec_bench's chain of
+// fx::compile beside LibTorch eager on six programs: exec_bench's chain of
 // 1,000 tiny operators on a 4x4 tensor (per-operator overhead: one kernel
 // when compiled); a chain of six
 // pointwise operators on a 1024x1024 tensor (memory-bound: fusion's best
 // case); softmax(x / 8) over rows of attention scores; LayerNorm over 768
 // features of 512 tokens; and a transformer MLP block, Linear(768, 3072) +
 // GELU + Linear(3072, 768) on 128 tokens (matrix products stay ATen calls;
-// the biases and GELU fuse). bench/fx_compile_bench.py times the same programs
+// the biases and GELU fuse); and a ResNet bottleneck's 1x1 convolution with
+// its batch norm (eval) and ReLU (the normalization and ReLU fuse after the
+// convolution). bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
 //
@@ -127,7 +129,17 @@ int main(int argc, char** argv) try {
   auto block = fx::compile(*mlp, fn([&](const auto& in) { return mlp->forward(in[0].toTensor()); }), options);
   program(
       "MLP block 128x768 -> 3072 -> 768", flags, *block,
-      [&](const Inputs& in) { return mlp->forward(in[0].toTensor()); }, {tokens}, 1e-4, 1e-5, true);
+      [&](const Inputs& in) { return mlp->forward(in[0].toTensor()); }, {tokens}, 1e-4, 1e-5, false);
+
+  torch::nn::Sequential conv_bn(torch::nn::Conv2d(torch::nn::Conv2dOptions(64, 64, 1).bias(false)),
+                                torch::nn::BatchNorm2d(64), torch::nn::ReLU());
+  conv_bn->eval();
+  at::Tensor maps = torch::randn({8, 64, 28, 28});
+  auto conv_block =
+      fx::compile(*conv_bn, fn([&](const auto& in) { return conv_bn->forward(in[0].toTensor()); }), options);
+  program(
+      "Conv1x1 + BatchNorm + ReLU [8, 64, 28, 28]", flags, *conv_block,
+      [&](const Inputs& in) { return conv_bn->forward(in[0].toTensor()); }, {maps}, 1e-4, 1e-5, true);
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

@@ -55,6 +55,8 @@ def main():
     with torch.no_grad():
         norm = torch.nn.LayerNorm(768)
         mlp = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(), torch.nn.Linear(3072, 768))
+        conv_bn = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 1, bias=False), torch.nn.BatchNorm2d(64),
+                                      torch.nn.ReLU()).eval()
         programs = [
             program("1,000-op chain [4, 4]", args.runs, lambda x: handwritten(x, 1000), [torch.rand(4, 4) * 2 - 1],
                     1e-5, 1e-6),
@@ -64,6 +66,8 @@ def main():
                     [torch.randn(8 * 128, 128)], 1e-5, 1e-6),
             program("LayerNorm(768) [512, 768]", args.runs, norm, [torch.randn(512, 768)], 1e-4, 1e-5),
             program("MLP block 128x768 -> 3072 -> 768", args.runs, mlp, [torch.randn(128, 768)], 1e-4, 1e-5),
+            program("Conv1x1 + BatchNorm + ReLU [8, 64, 28, 28]", args.runs, conv_bn,
+                    [torch.randn(8, 64, 28, 28)], 1e-4, 1e-5),
         ]
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 
