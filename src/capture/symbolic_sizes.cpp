@@ -101,6 +101,16 @@ struct Fit {
   bool compound() const { return kind != Kind::size; }
 };
 
+std::optional<int64_t> minus(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
+std::optional<int64_t> times(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
 const std::vector<int64_t>* shape_of(const Node* n) {
   const auto* m = n->meta().get<passes::TensorMetadata>("tensor_meta");
   return m ? &m->shape : nullptr;
@@ -348,24 +358,27 @@ class SizeWriter {
         if (!pred(r)) return false;
       return true;
     };
+    // Integers of the graph can be anything (INT64_MAX as a slice's end):
+    // the arithmetic below checks for overflow, where a match is impossible.
     for (size_t i = 0; i < atoms_.size(); ++i) {  // s + c, s - c
       const Values& s = atoms_[i].values;
-      const int64_t c = v[0] - s[0];
-      if (all([&](size_t r) { return v[r] - s[r] == c; }))
-        return c > 0 ? Fit{Fit::Kind::add, i, 0, c} : Fit{Fit::Kind::sub, i, 0, -c};
+      const auto c = minus(v[0], s[0]);
+      if (c && *c != std::numeric_limits<int64_t>::min() &&
+          all([&](size_t r) { return minus(v[r], s[r]) == c; }))
+        return *c > 0 ? Fit{Fit::Kind::add, i, 0, *c} : Fit{Fit::Kind::sub, i, 0, -*c};
     }
     for (size_t i = 0; i < atoms_.size(); ++i) {  // s * c
       const Values& s = atoms_[i].values;
       if (s[0] == 0 || v[0] % s[0] != 0) continue;
       const int64_t c = v[0] / s[0];
-      if (all([&](size_t r) { return v[r] == s[r] * c; })) return {Fit::Kind::mul, i, 0, c};
+      if (all([&](size_t r) { return times(s[r], c) == v[r]; })) return {Fit::Kind::mul, i, 0, c};
     }
     for (size_t i = 0; i < atoms_.size(); ++i) {  // s // c
       const Values& s = atoms_[i].values;
       // c with s // c == v in every capture: s / (v + 1) < c <= s / v.
       int64_t lo = 2, hi = std::numeric_limits<int64_t>::max();
       for (size_t r = 0; r < runs && lo <= hi; ++r) {
-        if (v[r] <= 0 || s[r] < 0)
+        if (v[r] <= 0 || v[r] == std::numeric_limits<int64_t>::max())
           hi = 0;
         else {
           lo = std::max(lo, s[r] / (v[r] + 1) + 1);
@@ -378,23 +391,34 @@ class SizeWriter {
       const Values& s = atoms_[i].values;
       size_t r1 = 1;
       while (r1 < runs && s[r1] == s[0]) ++r1;
-      if (r1 == runs || (v[r1] - v[0]) % (s[r1] - s[0]) != 0) continue;
-      const int64_t c = (v[r1] - v[0]) / (s[r1] - s[0]), d = v[0] - c * s[0];
-      if (c > 1 && d != 0 && all([&](size_t r) { return v[r] == c * s[r] + d; }))
-        return d > 0 ? Fit{Fit::Kind::mul_add, i, 0, c, d} : Fit{Fit::Kind::mul_sub, i, 0, c, -d};
+      if (r1 == runs) continue;
+      const auto dv = minus(v[r1], v[0]);
+      const int64_t ds = s[r1] - s[0];  // sizes: no overflow
+      if (!dv || *dv % ds != 0) continue;
+      const int64_t c = *dv / ds;
+      const auto cs = times(c, s[0]);
+      const auto d = cs ? minus(v[0], *cs) : std::nullopt;
+      if (c > 1 && d && *d != 0 && *d != std::numeric_limits<int64_t>::min() && all([&](size_t r) {
+            const auto x = times(c, s[r]);
+            return x && minus(v[r], *x) == d;
+          }))
+        return *d > 0 ? Fit{Fit::Kind::mul_add, i, 0, c, *d} : Fit{Fit::Kind::mul_sub, i, 0, c, -*d};
     }
     for (size_t i = 0; i < atoms_.size(); ++i) {  // s * t, s + t
       const Values& s = atoms_[i].values;
       Values quotient(runs), rest(runs);
-      bool divides = true;
+      bool divides = true, subtracts = true;
       for (size_t r = 0; r < runs; ++r) {
         divides = divides && s[r] != 0 && v[r] % s[r] == 0;
         quotient[r] = divides ? v[r] / s[r] : 0;
-        rest[r] = v[r] - s[r];
+        const auto d = minus(v[r], s[r]);
+        subtracts = subtracts && d;
+        rest[r] = d.value_or(0);
       }
       if (divides)
         if (auto t = atom(quotient)) return {Fit::Kind::mul_sizes, std::min(i, *t), std::max(i, *t)};
-      if (auto t = atom(rest)) return {Fit::Kind::add_sizes, std::min(i, *t), std::max(i, *t)};
+      if (subtracts)
+        if (auto t = atom(rest)) return {Fit::Kind::add_sizes, std::min(i, *t), std::max(i, *t)};
     }
     throw TraceError(
         "capture: the argument " + where + " of " + node_text(current_) + " is " + join(v) + " for " +

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace {
@@ -168,6 +169,18 @@ TEST(DynamicShapes, ASizeFxcppCannotExpressIsNamed) {
             {torch::randn({3})}, dynamic({{{0, fx::Dim{}}}}));
       },
       {"args[0][0] of node 'zeros' is 10, 37, 82", "s0 = 3, 6, 9", "leave the dimension static"});
+  // Integers near the ends of int64 are compared without overflow (UBSan).
+  expect_error(
+      [] {
+        fx::capture(
+            [](const Inputs& in) -> c10::IValue {
+              const at::Tensor x = in[0].toTensor();
+              return x.slice(0, std::numeric_limits<int64_t>::min() + 2 * x.size(0),
+                             std::numeric_limits<int64_t>::max() - x.size(0));
+            },
+            {torch::randn({3})}, dynamic({{{0, fx::Dim{}}}}));
+      },
+      {"args[2] of node 'slice_1'", "leave the dimension static"});
 }
 
 TEST(DynamicShapes, ATensorMadeOutsideTheCaptureThatFollowsASize) {
