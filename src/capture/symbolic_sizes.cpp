@@ -128,8 +128,9 @@ class SizeWriter {
     for (size_t r = 0; r < nodes_.size(); ++r)
       if (nodes_[r].list.size() != base.list.size())
         differ(r + 1, base.list.back(),
-               std::string("it has ") + std::to_string(base.list.size()) + " nodes there and " +
-                   std::to_string(nodes_[r].list.size()) + " here");
+               std::string("it has ") + std::to_string(base.list.size()) +
+                   " nodes at the example's sizes and " + std::to_string(nodes_[r].list.size()) +
+                   " at those");
     base_position_ = &base.position;
     for (size_t i = 0; i < base.list.size(); ++i) {
       Node* n = base.list[i];
@@ -163,8 +164,9 @@ class SizeWriter {
       const Node* o = others_at_[r];
       if (o->op() != n->op() || !(o->target() == n->target()) || o->name() != n->name())
         differ(r + 1, n,
-               "it is " + std::string(op_name(n->op())) + " " + n->target().str() + " there and '" +
-                   o->name() + "', " + std::string(op_name(o->op())) + " " + o->target().str() + " here");
+               "it is " + std::string(op_name(n->op())) + " " + n->target().str() +
+                   " at the example's sizes and '" + o->name() + "', " + std::string(op_name(o->op())) + " " +
+                   o->target().str() + " at those");
       if (o->kwargs().size() != n->kwargs().size() || o->args().size() != n->args().size())
         differ(r + 1, n, "its arguments differ in number");
       for (size_t k = 0; k < n->kwargs().size(); ++k)
@@ -186,7 +188,8 @@ class SizeWriter {
       Values v{a.get<int64_t>()};
       for (size_t r = 0; r < others.size(); ++r) {
         if (!others[r]->is<int64_t>())
-          mismatch(r, "is an int there and a " + std::string(others[r]->kind_name()) + " here");
+          mismatch(r, "is an int at the example's sizes and a " + std::string(others[r]->kind_name()) +
+                          " at those");
         v.push_back(others[r]->get<int64_t>());
       }
       bool varies = false;
@@ -204,8 +207,8 @@ class SizeWriter {
           if (others[r]->is<double>())
             throw TraceError(
                 "capture: the float argument " + where + " of " + node_text(current_) + " is " +
-                std::to_string(a.get<double>()) + " here and " + std::to_string(others[r]->get<double>()) +
-                " with " + sizes_.at(r + 1) +
+                std::to_string(a.get<double>()) + " at the example's sizes and " +
+                std::to_string(others[r]->get<double>()) + " with " + sizes_.at(r + 1) +
                 ": fxcpp makes integer sizes symbolic, not floats computed from them. Compute it "
                 "with tensor operators, or leave the dimension static");
           mismatch(r, "differs");
@@ -323,8 +326,9 @@ class SizeWriter {
       const std::vector<int64_t>* s = shape_of(others_at_[r]);
       if (!s || s->size() != shape->size())
         differ(r + 1, n,
-               std::string("its result has ") + std::to_string(shape->size()) + " dimensions there and " +
-                   (s ? std::to_string(s->size()) : std::string("none")) + " here");
+               std::string("its result has ") + std::to_string(shape->size()) +
+                   " dimensions at the example's sizes and " +
+                   (s ? std::to_string(s->size()) : std::string("none")) + " at those");
       theirs.push_back(s);
     }
     for (size_t d = 0; d < shape->size(); ++d) {
