@@ -119,8 +119,38 @@ def calls(gm):
     return sum(1 for n in gm.graph.nodes if n.op in ('call_function', 'call_method', 'call_module'))
 
 
+def cond_and_while_loop():
+    """fx/models/cond_and_while_loop.h, captured: make_fx's torch.cond and
+    torch.while_loop (the placeholder is arg0_1, as fx::capture names it).
+    The operators are spelled as C++ calls them: `x * 2` is mul.Scalar in
+    C++, and torch::zeros passes only the dtype."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    aten = torch.ops.aten
+
+    def f(arg0):
+        y = torch.cond(arg0.sum() > 0, lambda a: (aten.mul.Scalar(a.sin(), 2),),
+                       lambda a: (aten.add.Scalar(a.cos(), 1),), (arg0,))[0]
+        _, z = torch.while_loop(lambda i, c: i < 3, lambda i, c: (aten.add.Scalar(i, 1), aten.mul.Scalar(c, 2)),
+                                (aten.zeros.default([], dtype=torch.long), y))
+        return z
+    return make_fx(f)(torch.randn(3, 4))
+
+
+def at_cond_and_loop():
+    """A new partition at the cond and at the while_loop."""
+    state = {'part': 0}
+
+    def cb(n):
+        if n.name in ('cond', 'while_loop'):
+            state['part'] += 1
+        return state['part']
+    return cb
+
+
 def cases():
     out = []
+    gm = cond_and_while_loop()
+    out.append(('cond_and_while_loop', gm, gm, at_cond_and_loop(), False))
     m = MyModule()
     out.append(('subgraph_creation', m, torch.fx.symbolic_trace(m), counter(3), False))
     m = ModWithDeadCode()

@@ -342,12 +342,13 @@ namespace {
 // A captured cond and while_loop: as torch.fx 2.14's split_module does with
 // a module read by get_attr in a partition, the partition holds each branch
 // and reads it with get_attr (after its placeholders); the base module keeps
-// its get_attr nodes, unused.
+// its get_attr nodes, unused. The text is compared with torch.fx's split of
+// make_fx's capture of the same program (split_module_oracle.py).
 TEST(SplitModule, CondAndWhileLoopBranchesGoIntoTheirPartitions) {
   auto gm = fx::capture(fx::models::cond_and_while_loop, {torch::randn({3, 4})});
   // The predicate in one partition, the cond in a second, the loop in a third.
   int64_t part = 0;
-  auto split = fx::passes::split_module(*gm, *gm, [&](fx::Node* n) {
+  auto split = split_like_torch_fx("cond_and_while_loop", *gm, *gm, [&](fx::Node* n) {
     if (n->name() == "cond" || n->name() == "while_loop") ++part;
     return part;
   });
