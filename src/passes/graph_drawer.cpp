@@ -4,6 +4,7 @@
 #include <fx/passes/shape_prop.h>
 
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <unordered_map>
@@ -366,6 +367,23 @@ FxGraphDrawer::FxGraphDrawer(const GraphModule& graph_module, std::string name, 
     else
       graphs_[it->second].second = std::move(dot);
   }
+  // The branches of cond and while_loop (GraphModules read by get_attr),
+  // and theirs in turn, as `<name>_<path>`: torch.fx 2.14 draws called
+  // submodules only, so a captured cond's branches had no picture.
+  std::function<void(const GraphModule&, const std::string&)> add_branches = [&](const GraphModule& gm,
+                                                                                 const std::string& prefix) {
+    for (Node* n : gm.graph().nodes()) {
+      if (n->op() != Op::get_attr) continue;
+      const auto* branch = dynamic_cast<const GraphModule*>(gm.get_submodule(n->target().str()));
+      if (!branch) continue;
+      const std::string path = prefix.empty() ? n->target().str() : prefix + "." + n->target().str();
+      const std::string sub_name = name_ + "_" + path;
+      if (!index.emplace(sub_name, graphs_.size()).second) continue;
+      graphs_.emplace_back(sub_name, to_dot(*branch, sub_name));
+      add_branches(*branch, path);
+    }
+  };
+  add_branches(graph_module, "");
 }
 
 const DotGraph& FxGraphDrawer::get_dot_graph(std::optional<std::string_view> submod_name) const {
@@ -376,8 +394,9 @@ const DotGraph& FxGraphDrawer::get_submod_dot_graph(std::string_view submod_name
   std::string key = name_ + "_" + std::string(submod_name);
   for (size_t i = 1; i < graphs_.size(); ++i)
     if (graphs_[i].first == key) return graphs_[i].second;
-  throw Error("FxGraphDrawer: no graph for submodule '" + std::string(submod_name) +
-              "': only call_module targets that are GraphModules have one");
+  throw Error(
+      "FxGraphDrawer: no graph for submodule '" + std::string(submod_name) +
+      "': only call_module targets that are GraphModules, and cond and while_loop branches, have one");
 }
 
 DotGraph FxGraphDrawer::to_dot(const GraphModule& gm, const std::string& name) const {

@@ -6,6 +6,7 @@
 
 #include <fx/fx.h>
 #include <fx/graph_module.h>
+#include <fx/models/cond_and_while_loop.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/models/vision_transformer.h>
@@ -44,7 +45,8 @@ TEST(FxGraphDrawer, SmallModelAsTorchFx) {
   SKIP_WITHOUT_ORACLE();
   Small m;
   auto gm = fx::symbolic_trace(m);
-  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(), expected().at("small").get<std::string>());
+  EXPECT_EQ(FxGraphDrawer(*gm, "small").get_dot_graph().to_string(),
+            expected().at("small").get<std::string>());
   EXPECT_EQ(FxGraphDrawer(*gm, "small", true, true).get_dot_graph().to_string(),
             expected().at("small_no_getattr_no_params").get<std::string>());
   EXPECT_EQ(FxGraphDrawer(*gm, "small", false, false, false).get_dot_graph().to_string(),
@@ -68,7 +70,8 @@ TEST(FxGraphDrawer, KeywordNamesAsTorchFx) {
     acc = g->call_function("operator.add", {acc, placeholders[i]});
   g->output(g->call_function("torch.cat", {fx::List{{acc, placeholders[0]}}}, {{"dim", 0}}));
   fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
-  EXPECT_EQ(FxGraphDrawer(gm, "node").get_dot_graph().to_string(), expected().at("keywords").get<std::string>());
+  EXPECT_EQ(FxGraphDrawer(gm, "node").get_dot_graph().to_string(),
+            expected().at("keywords").get<std::string>());
 }
 
 class Corpus : public ::testing::TestWithParam<std::string> {};
@@ -162,8 +165,26 @@ TEST(FxGraphDrawer, DrawsCalledGraphModules) {
   // The submodule is drawn as a graph, not as a record of parameters.
   EXPECT_EQ(drawer.get_dot_graph().to_string().find("conv.weight"), std::string::npos);
   EXPECT_EQ(error_of([&] { drawer.get_dot_graph("nope"); }),
-            "FxGraphDrawer: no graph for submodule 'nope': only call_module targets that are GraphModules "
-            "have one");
+            "FxGraphDrawer: no graph for submodule 'nope': only call_module targets that are GraphModules, "
+            "and cond and while_loop branches, have one");
+}
+
+// A captured cond and while_loop: each branch is drawn too (torch.fx 2.14
+// draws called submodules only), named by its path, after the main graph.
+TEST(FxGraphDrawer, CondAndWhileLoopBranchesAreDrawn) {
+  auto gm = fx::capture(fx::models::cond_and_while_loop, {torch::randn({3, 4})});
+  FxGraphDrawer drawer(*gm, "f");
+  std::vector<std::string> names;
+  for (const auto& [name, dot] : drawer.get_all_dot_graphs()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"f", "f_true_graph_0", "f_false_graph_0",
+                                             "f_while_loop_cond_graph_0", "f_while_loop_body_graph_0"}));
+  const std::string true_branch = drawer.get_dot_graph("true_graph_0").to_string();
+  EXPECT_NE(true_branch.find("torch.ops.aten.sin.default"), std::string::npos) << true_branch;
+  EXPECT_EQ(true_branch,
+            FxGraphDrawer(dynamic_cast<const fx::GraphModule&>(*gm->get_submodule("true_graph_0")),
+                          "f_true_graph_0")
+                .get_dot_graph()
+                .to_string());
 }
 
 // FX's colour of a call_function/call_method is picked by the MD5 of its

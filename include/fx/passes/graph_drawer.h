@@ -58,8 +58,9 @@ class FxGraphDrawer {
   FxGraphDrawer(const GraphModule& graph_module, std::string name, bool ignore_getattr = false,
                 bool ignore_parameters_and_buffers = false, bool skip_node_names_in_args = true);
 
-  // The main graph, or (with a call_module target) that submodule's graph;
-  // throws fx::Error for a target that is not a called GraphModule.
+  // The main graph, or (with a call_module target, or the path of a cond or
+  // while_loop branch: `true_graph_0`) that submodule's graph; throws
+  // fx::Error for a target that is neither a called GraphModule nor a branch.
   const DotGraph& get_dot_graph(std::optional<std::string_view> submod_name = std::nullopt) const;
   const DotGraph& get_main_dot_graph() const { return graphs_.front().second; }
   const DotGraph& get_submod_dot_graph(std::string_view submod_name) const;
