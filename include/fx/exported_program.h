@@ -153,8 +153,12 @@ ExportedProgram to_exported_program(const GraphModule& captured);
 
 // torch.export.save: writes the program as a PT2 archive that
 // torch.export.load of torch 2.14 reads (serialized schema 8.20), and
-// fx::load_exported too. Programs with symbolic sizes or higher-order
-// operators are not written yet: fx::Error names the node.
+// fx::load_exported too. cond and while_loop are written with their
+// branches. A dynamic capture's sizes (CaptureOptions::dynamic_shapes) are
+// written as torch.export writes symbolic ones, with the program's range
+// constraints, where every size and stride is linear in the symbols or a
+// product of two of them; otherwise, and for a loaded program's symbolic
+// sizes, fx::Error names the node.
 void save_exported(const ExportedProgram& ep, const std::string& path);
 
 // torch.export.pt2_archive.is_pt2_package: whether `path` is a zip archive

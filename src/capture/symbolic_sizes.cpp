@@ -38,6 +38,16 @@ std::string join(const Values& v) {
   return s;
 }
 
+std::optional<int64_t> minus(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
+std::optional<int64_t> times(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
 // What captures 1.. differ in, for messages: "dimension 0 of input 'x' (s0)
 // at 12 instead of 6".
 class Sizes {
@@ -65,6 +75,73 @@ class Sizes {
     }
     return text;
   }
+  // `v` as an expression in the symbols, for files (torch.export writes
+  // sympy's srepr): its digits when constant, the symbol's name ("s0") when
+  // one symbol, else a linear form `d + c0*s0 + ...` or a product `c*si*sj`
+  // in srepr. nullopt for anything else (a floor division). Each form is
+  // solved from the captures that change one symbol and checked on all.
+  std::optional<std::string> expression(const Values& v) const {
+    bool varies = false;
+    for (int64_t x : v) varies |= x != v[0];
+    if (!varies) return std::to_string(v[0]);
+    if (const Symbol* s = symbol(v)) return s->name;
+    const size_t n = symbols_.size(), runs = sizes_.size();
+    auto sym = [&](size_t k) { return "Symbol('" + symbols_[k].name + "', positive=True, integer=True)"; };
+    // Linear: the coefficient of symbol k from capture k + 1, which changes it alone.
+    std::vector<int64_t> c(n);
+    bool linear = true;
+    for (size_t k = 0; k < n && linear; ++k) {
+      const auto dv = minus(v[k + 1], v[0]);
+      const int64_t ds = sizes_[k + 1][k] - sizes_[0][k];
+      linear = dv && *dv % ds == 0;
+      if (linear) c[k] = *dv / ds;
+    }
+    // d + sum of c[k] * sizes[r][k]; false when it overflows.
+    auto linear_at = [&](size_t r, int64_t d, int64_t& sum) {
+      sum = d;
+      for (size_t k = 0; k < n; ++k) {
+        int64_t t;
+        if (__builtin_mul_overflow(c[k], sizes_[r][k], &t) || __builtin_add_overflow(sum, t, &sum))
+          return false;
+      }
+      return true;
+    };
+    int64_t at0 = 0, d = 0, at = 0;
+    if (linear && linear_at(0, 0, at0) && !__builtin_sub_overflow(v[0], at0, &d)) {
+      bool holds = true;
+      for (size_t r = 0; r < runs && holds; ++r) holds = linear_at(r, d, at) && at == v[r];
+      if (holds) {
+        std::vector<std::string> terms;
+        if (d != 0) terms.push_back("Integer(" + std::to_string(d) + ")");
+        for (size_t k = 0; k < n; ++k)
+          if (c[k] == 1)
+            terms.push_back(sym(k));
+          else if (c[k] != 0)
+            terms.push_back("Mul(Integer(" + std::to_string(c[k]) + "), " + sym(k) + ")");
+        if (terms.size() == 1) return terms[0];
+        std::string sum = "Add(";
+        for (size_t i = 0; i < terms.size(); ++i) sum += (i ? ", " : "") + terms[i];
+        return sum + ")";
+      }
+    }
+    for (size_t i = 0; i < n; ++i)  // c * si * sj
+      for (size_t j = i; j < n; ++j) {
+        const auto p0 = times(sizes_[0][i], sizes_[0][j]);
+        if (!p0 || v[0] % *p0 != 0) continue;
+        const int64_t k = v[0] / *p0;
+        bool holds = true;
+        for (size_t r = 0; r < runs && holds; ++r) {
+          const auto p = times(sizes_[r][i], sizes_[r][j]);
+          holds = p && times(*p, k) == v[r];
+        }
+        if (!holds) continue;
+        const std::string product = i == j ? "Pow(" + sym(i) + ", Integer(2))" : sym(i) + ", " + sym(j);
+        if (k == 1) return i == j ? product : "Mul(" + product + ")";
+        return "Mul(Integer(" + std::to_string(k) + "), " + product + ")";
+      }
+    return std::nullopt;
+  }
+
   // The symbol whose sizes are `v`, if one is.
   const Symbol* symbol(const Values& v) const {
     for (size_t k = 0; k < symbols_.size(); ++k) {
@@ -100,16 +177,6 @@ struct Fit {
   int64_t c = 0, d = 0;
   bool compound() const { return kind != Kind::size; }
 };
-
-std::optional<int64_t> minus(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-
-std::optional<int64_t> times(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
 
 const std::vector<int64_t>* shape_of(const Node* n) {
   const auto* m = n->meta().get<passes::TensorMetadata>("tensor_meta");
@@ -331,6 +398,7 @@ class SizeWriter {
                    (s ? std::to_string(s->size()) : std::string("none")) + " at those");
       theirs.push_back(s);
     }
+    annotate_sizes(n);
     for (size_t d = 0; d < shape->size(); ++d) {
       Values v{(*shape)[d]};
       for (const auto* s : theirs) v.push_back((*s)[d]);
@@ -346,6 +414,51 @@ class SizeWriter {
             "the function, or leave the dimension static");
       if (atom_of_.emplace(v, atoms_.size()).second) atoms_.push_back(Atom{v, n, static_cast<int64_t>(d)});
     }
+  }
+
+  // meta["sym_sizes"] and ["sym_strides"] of a tensor whose sizes or
+  // strides follow the symbols: one expression per dimension (Sizes::
+  // expression), for the .pt2 writer; meta["sym_sizes_unknown"] names the
+  // dimension when one has none.
+  void annotate_sizes(Node* n) {
+    const auto* m = n->meta().get<passes::TensorMetadata>("tensor_meta");
+    std::vector<const passes::TensorMetadata*> theirs;
+    for (const Node* o : others_at_) theirs.push_back(o->meta().get<passes::TensorMetadata>("tensor_meta"));
+    bool varies = false;
+    auto expressions = [&](auto field, const char* what) {
+      std::vector<std::string> out;
+      for (size_t d = 0; d < (m->*field).size(); ++d) {
+        Values v{(m->*field)[d]};
+        for (const auto* t : theirs)
+          v.push_back(t && d < (t->*field).size() ? (t->*field)[d] : (m->*field)[d]);
+        for (int64_t x : v) varies |= x != v[0];
+        auto e = sizes_.expression(v);
+        if (!e) {
+          n->meta().set("sym_sizes_unknown", std::string(what) + " " + std::to_string(d) + " is " + join(v) +
+                                                 " for " + sizes_.table());
+          return out;
+        }
+        out.push_back(*e);
+      }
+      return out;
+    };
+    std::vector<std::string> sizes = expressions(&passes::TensorMetadata::shape, "dimension");
+    if (n->meta().contains("sym_sizes_unknown")) return;  // the first dimension with none is named
+    std::vector<std::string> strides = expressions(&passes::TensorMetadata::stride, "stride");
+    if (!varies || n->meta().contains("sym_sizes_unknown")) return;
+    n->meta().set("sym_sizes", std::move(sizes));
+    n->meta().set("sym_strides", std::move(strides));
+  }
+
+  // meta["sym_expr"] (Sizes::expression) and ["sym_hint"] (the example's
+  // value) of a written SymInt node, for the .pt2 writer.
+  Node* annotate(Node* n, const Values& v) {
+    if (auto e = sizes_.expression(v))
+      n->meta().set("sym_expr", *e);
+    else
+      n->meta().set("sym_sizes_unknown", "its value is " + join(v) + " for " + sizes_.table());
+    n->meta().set("sym_hint", v[0]);
+    return n;
   }
 
   std::optional<size_t> atom(const Values& v) const {
@@ -435,44 +548,62 @@ class SizeWriter {
   Node* read(size_t a) {
     Atom& atom = atoms_[a];
     if (!atom.read)
-      atom.read = base_.graph().call_function("torch.ops.aten.sym_size.int", {atom.node, atom.dim});
+      atom.read = annotate(base_.graph().call_function("torch.ops.aten.sym_size.int", {atom.node, atom.dim}),
+                           atom.values);
     return atom.read;
   }
 
-  Node* op(const char* target, Node* lhs, const Argument& rhs) {
+  // `lhs <target> rhs`, whose values in the captures are `v`.
+  Node* op(const char* target, Node* lhs, const Argument& rhs, const Values& v) {
     std::string key = std::string(target) + " " + lhs->name() + " ";
     key += rhs.is_node() ? rhs.node()->name() : std::to_string(rhs.get<int64_t>());
     auto it = arithmetic_.find(key);
     if (it != arithmetic_.end()) return it->second;
-    Node* n = base_.graph().call_function(target, {lhs, rhs});
+    Node* n = annotate(base_.graph().call_function(target, {lhs, rhs}), v);
     arithmetic_.emplace(std::move(key), n);
     return n;
   }
 
+  // The values in the captures of `f` applied to them: the fit checked
+  // these without overflow.
+  Values apply(const Values& s, int64_t (*f)(int64_t, int64_t), int64_t c) const {
+    Values out(s.size());
+    for (size_t r = 0; r < s.size(); ++r) out[r] = f(s[r], c);
+    return out;
+  }
+
   Node* write(const Fit& f) {
     using K = Fit::Kind;
+    static constexpr auto add = [](int64_t a, int64_t b) { return a + b; };
+    static constexpr auto sub = [](int64_t a, int64_t b) { return a - b; };
+    static constexpr auto mul = [](int64_t a, int64_t b) { return a * b; };
+    static constexpr auto div = [](int64_t a, int64_t b) { return a / b; };  // sizes: floor
+    const Values& a = atoms_[f.a].values;
     switch (f.kind) {
       case K::size:
         return read(f.a);
       case K::add:
-        return op("operator.add", read(f.a), f.c);
+        return op("operator.add", read(f.a), f.c, apply(a, add, f.c));
       case K::sub:
-        return op("operator.sub", read(f.a), f.c);
+        return op("operator.sub", read(f.a), f.c, apply(a, sub, f.c));
       case K::mul:
-        return op("operator.mul", read(f.a), f.c);
+        return op("operator.mul", read(f.a), f.c, apply(a, mul, f.c));
       case K::floordiv:
-        return op("operator.floordiv", read(f.a), f.c);
+        return op("operator.floordiv", read(f.a), f.c, apply(a, div, f.c));
       case K::mul_add:
-        return op("operator.add", op("operator.mul", read(f.a), f.c), f.d);
-      case K::mul_sub:
-        return op("operator.sub", op("operator.mul", read(f.a), f.c), f.d);
-      case K::mul_sizes: {
-        Node* lhs = read(f.a);
-        return op("operator.mul", lhs, read(f.b));
+      case K::mul_sub: {
+        const Values scaled = apply(a, mul, f.c);
+        Node* product = op("operator.mul", read(f.a), f.c, scaled);
+        return f.kind == K::mul_add ? op("operator.add", product, f.d, apply(scaled, add, f.d))
+                                    : op("operator.sub", product, f.d, apply(scaled, sub, f.d));
       }
+      case K::mul_sizes:
       case K::add_sizes: {
+        const Values& b = atoms_[f.b].values;
+        Values v(a.size());
+        for (size_t r = 0; r < a.size(); ++r) v[r] = f.kind == K::mul_sizes ? a[r] * b[r] : a[r] + b[r];
         Node* lhs = read(f.a);
-        return op("operator.add", lhs, read(f.b));
+        return op(f.kind == K::mul_sizes ? "operator.mul" : "operator.add", lhs, read(f.b), v);
       }
     }
     return nullptr;

@@ -44,15 +44,40 @@ Json ints_of(const std::vector<int64_t>& v) {
   return out;
 }
 
-Json tensor_meta_json(const passes::TensorMetadata& m, const c10::Device& device = at::kCPU) {
+// A symbolic size as the file holds it: `as_int` for digits, else
+// `as_expr` with sympy's srepr (a symbol's name, "s0", spelled out) and the
+// example's value as the hint.
+Json sym_int_json(const std::string& e, int64_t hint) {
+  if (detail::static_size(e)) return Json{{"as_int", *detail::static_size(e)}};
+  const bool symbol =
+      e.size() > 1 && e[0] == 's' && e.find_first_not_of("0123456789", 1) == std::string::npos;
+  const std::string expr = symbol ? "Symbol('" + e + "', positive=True, integer=True)" : e;
+  return Json{{"as_expr", {{"expr_str", expr}, {"hint", {{"as_int", hint}}}}}};
+}
+
+// `m`'s sizes and strides, symbolic where `n` (a dynamic capture's node) has
+// expressions for them.
+Json tensor_meta_json(const passes::TensorMetadata& m, const c10::Device& device = at::kCPU,
+                      const Node* n = nullptr) {
+  auto values = [&](const std::vector<int64_t>& hints, const char* key) {
+    const auto* exprs = n ? n->meta().get<std::vector<std::string>>(key) : nullptr;
+    if (!exprs || exprs->size() != hints.size()) return ints_of(hints);
+    Json out = Json::array();
+    for (size_t i = 0; i < hints.size(); ++i) out.push_back(sym_int_json((*exprs)[i], hints[i]));
+    return out;
+  };
   return Json{{"dtype", scalar_type_number(m.dtype)},
-              {"sizes", ints_of(m.shape)},
+              {"sizes", values(m.shape, "sym_sizes")},
               {"requires_grad", m.requires_grad},
               {"device", device_json(device)},
-              {"strides", ints_of(m.stride)},
+              {"strides", values(m.stride, "sym_strides")},
               {"storage_offset", {{"as_int", 0}}},
               {"layout", 7}};
 }
+
+// A node whose value is a SymInt (sym_size.int, SymInt arithmetic of a
+// dynamic capture).
+bool is_sym_int(const Node* n) { return n && n->meta().contains("sym_expr"); }
 
 // Python's json.dumps for floats JSON has no number for, as torch writes them.
 Json float_json(double d) {
@@ -64,7 +89,9 @@ Json float_json(double d) {
 class GraphWriter {
  public:
   // `module` owns the graph: the branches its get_attr nodes name are its submodules.
-  explicit GraphWriter(const GraphModule& module) : module_(module), g_(module.graph()) {}
+  explicit GraphWriter(const GraphModule& module) : module_(module), g_(module.graph()) {
+    for (const Node* n : g_.nodes()) symbolic_ |= n->meta().contains("sym_strides") || is_sym_int(n);
+  }
 
   Json write() {
     Json inputs = Json::array(), nodes = Json::array();
@@ -96,7 +123,7 @@ class GraphWriter {
                 {"outputs", outputs},
                 {"nodes", nodes},
                 {"tensor_values", tensor_values_},
-                {"sym_int_values", Json::object()},
+                {"sym_int_values", sym_int_values_},
                 {"sym_bool_values", Json::object()},
                 {"is_single_tensor_return", single},
                 {"custom_obj_values", Json::object()},
@@ -171,10 +198,12 @@ class GraphWriter {
     if (!m)
       refuse(n,
              "no meta[\"tensor_meta\"]: torch.export records every tensor's metadata (capture records it)");
-    tensor_values_[name] = tensor_meta_json(*m);
+    tensor_values_[name] = tensor_meta_json(*m, at::kCPU, n);
   }
 
   Json output_arg(const Node* where, const Argument& a) {
+    if (is_sym_int(a.node()))
+      refuse(a.node(), "an integer output that follows the dynamic sizes: fxcpp does not write it yet");
     if (const Node* n = a.node()) return Json{{"as_tensor", {{"name", n->name()}}}};
     if (a.is_none()) return Json{{"as_none", true}};
     if (a.is<bool>()) return Json{{"as_bool", a.get<bool>()}};
@@ -188,6 +217,7 @@ class GraphWriter {
   Json argument(const Node* n, const Argument& a, const c10::TypePtr& type) {
     using K = c10::TypeKind;
     if (a.is_none()) return Json{{"as_none", true}};
+    if (is_sym_int(a.node())) return Json{{"as_sym_int", {{"as_name", a.node()->name()}}}};
     if (const Node* in = a.node()) return Json{{"as_tensor", {{"name", in->name()}}}};
     if (a.is<bool>()) return Json{{"as_bool", a.get<bool>()}};
     if (a.is<int64_t>()) {
@@ -239,11 +269,17 @@ class GraphWriter {
       return Json{{"as_optional_tensors", out}};
     }
     if (ek == K::IntType || ek == K::SymIntType) {
+      bool symbolic = false;
+      for (const auto& x : *items) symbolic |= is_sym_int(x.node());
       for (const auto& x : *items) {
+        if (symbolic && is_sym_int(x.node())) {
+          out.push_back(Json{{"as_name", x.node()->name()}});
+          continue;
+        }
         if (!x.is<int64_t>()) refuse(n, "an int list holds a " + std::string(x.kind_name()));
-        out.push_back(x.get<int64_t>());
+        out.push_back(symbolic ? Json{{"as_int", x.get<int64_t>()}} : Json(x.get<int64_t>()));
       }
-      return Json{{"as_ints", out}};
+      return symbolic ? Json{{"as_sym_ints", out}} : Json{{"as_ints", out}};
     }
     if (ek == K::FloatType) {
       for (const auto& x : *items)
@@ -294,7 +330,13 @@ class GraphWriter {
       const std::string name =
           it != by_index.end() ? it->second->name() : n->name() + "_unused_" + std::to_string(i);
       const passes::TensorMetadata* m = read(idx);
-      tensor_values_[name] = tensor_meta_json(m ? *m : (*run)[i]);
+      if (!m && symbolic_)
+        refuse(n, "output " + std::to_string(i) +
+                      " has no node, so no symbolic sizes (torch.export names every output)");
+      if (m && it->second->meta().contains("sym_sizes_unknown"))
+        refuse(it->second, "a size that follows the dynamic dimensions with no expression fxcpp can write: " +
+                               *it->second->meta().get<std::string>("sym_sizes_unknown"));
+      tensor_values_[name] = m ? tensor_meta_json(*m, at::kCPU, it->second) : tensor_meta_json((*run)[i]);
       items.push_back(list ? Json{{"name", name}} : Json{{"as_tensor", {{"name", name}}}});
     }
     return list ? Json::array({Json{{"as_tensors", items}}}) : items;
@@ -338,7 +380,47 @@ class GraphWriter {
     return metas;
   }
 
+  // A SymInt node of a dynamic capture: sym_size.int by its schema's names,
+  // SymInt arithmetic as `_operator.mul(a, b)`, as torch.export writes them;
+  // its value's expression goes into sym_int_values.
+  Json sym_int_node(const Node* n) {
+    if (const auto* why = n->meta().get<std::string>("sym_sizes_unknown"))
+      refuse(n, "a size that follows the dynamic dimensions with no expression fxcpp can write: " + *why);
+    const bool sym_size = n->target() == "torch.ops.aten.sym_size.int";
+    const char* names[2] = {sym_size ? "self" : "a", sym_size ? "dim" : "b"};
+    Json inputs = Json::array();
+    for (size_t i = 0; i < 2 && i < n->args().size(); ++i) {
+      const Argument& a = n->args()[i];
+      Json arg;
+      if (sym_size && i == 0)
+        arg = Json{{"as_tensor", {{"name", a.node()->name()}}}};
+      else if (is_sym_int(a.node()))
+        arg = Json{{"as_sym_int", {{"as_name", a.node()->name()}}}};
+      else if (a.is<int64_t>())
+        arg = sym_size ? Json{{"as_int", a.get<int64_t>()}}
+                       : Json{{"as_sym_int", {{"as_int", a.get<int64_t>()}}}};
+      else
+        refuse(n, "an operand of kind " + std::string(a.kind_name()) + " to SymInt arithmetic");
+      inputs.push_back(Json{{"name", names[i]}, {"arg", arg}, {"kind", 1}});
+    }
+    sym_int_values_[n->name()] =
+        sym_int_json(*n->meta().get<std::string>("sym_expr"), *n->meta().get<int64_t>("sym_hint"));
+    Json metadata = Json::object();
+    if (auto st = n->stack_trace()) metadata["stack_trace"] = *st;
+    std::string target = n->target().str();
+    if (target.rfind("operator.", 0) == 0) target = "_" + target;  // Python's module of operator.mul
+    return Json{{"target", target},
+                {"inputs", inputs},
+                {"outputs", Json::array({Json{{"as_sym_int", {{"as_name", n->name()}}}}})},
+                {"metadata", metadata},
+                {"is_hop_single_tensor_return", nullptr},
+                {"name", n->name()}};
+  }
+
   Json node(const Node* n) {
+    if (is_sym_int(n) || n->meta().contains("sym_hint")) return sym_int_node(n);
+    if (const auto* why = n->meta().get<std::string>("sym_sizes_unknown"))
+      refuse(n, "a size that follows the dynamic dimensions with no expression fxcpp can write: " + *why);
     if (n->target().str().rfind("torch.ops.higher_order.", 0) == 0) return higher_order(n);
     const c10::OperatorHandle* op = n->target().ops_name() ? n->target().operator_handle() : nullptr;
     if (!op) refuse(n, "its target " + n->target().str() + " is not a dispatcher operator");
@@ -369,7 +451,9 @@ class GraphWriter {
 
   const GraphModule& module_;
   const Graph& g_;
+  bool symbolic_ = false;  // a dynamic capture's graph
   Json tensor_values_ = Json::object();
+  Json sym_int_values_ = Json::object();
 };
 
 Json signature_json(const ExportGraphSignature& s) {
@@ -443,8 +527,10 @@ Json write_payloads(const StateDict& tensors, const std::string& dir, const char
 }  // namespace
 
 void save_exported(const ExportedProgram& ep, const std::string& path) {
+  // A loaded program's symbolic sizes are sympy text fxcpp does not check.
   for (const Node* n : ep.graph_module().graph().nodes())
-    if (n->meta().contains("sym_sizes")) refuse(n, "symbolic sizes: fxcpp does not write them yet");
+    if (n->meta().contains("sym_sizes") && !n->meta().contains("tensor_meta"))
+      refuse(n, "symbolic sizes of a loaded program: fxcpp writes those of its own captures only");
   Json graph = GraphWriter(ep.graph_module()).write();
   Json call_signature{{"inputs", Json::array()},
                       {"outputs", Json::array()},

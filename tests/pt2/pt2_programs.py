@@ -300,6 +300,15 @@ def check_saved(saved_dir):
             print(f'{name}: torch.export.load(...).module() gives other outputs than fxcpp')
             failed += 1
             continue
+        if os.path.exists(base + '.in2.pt'):  # a dynamic program, at another size
+            got = [x for x in pytree.tree_leaves(ep.module()(*torch.load(base + '.in2.pt')))
+                   if isinstance(x, torch.Tensor)]
+            expected = torch.load(base + '.out2.pt')
+            if len(got) != len(expected) or not all(torch.allclose(g, e, rtol=1e-5, atol=1e-6)
+                                                    for g, e in zip(got, expected)):
+                print(f'{name}: at another size, torch.export.load(...).module() gives other outputs than fxcpp')
+                failed += 1
+                continue
         print(f'{name}: torch.export.load reads it; same graph text, same outputs')
     return 1 if failed else 0
 
