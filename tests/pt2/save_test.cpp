@@ -160,6 +160,18 @@ TEST(SaveExported, RefusesWhatItCannotWrite) {
   }
 }
 
+// Saves `ep` as <kOut>/<name>.pt2 and reads it back: the same graph text,
+// which torch.export.load must print too (<name>.graph.txt, for
+// pt2_programs.py --check).
+fx::ExportedProgram save_and_load(const fx::ExportedProgram& ep, const std::string& name) {
+  fs::create_directories(kOut);
+  fx::save_exported(ep, kOut + "/" + name + ".pt2");
+  fx::ExportedProgram back = fx::load_exported(kOut + "/" + name + ".pt2");
+  EXPECT_EQ(back.graph().to_string(), ep.graph_module().graph().to_string());
+  std::ofstream(kOut + "/" + name + ".graph.txt") << back.graph().to_string();
+  return back;
+}
+
 TEST(SaveExported, ADynamicCaptureRunsAtAnySizeInItsRange) {
   torch::manual_seed(0);
   torch::nn::Linear lin(4, 3);
@@ -186,12 +198,7 @@ TEST(SaveExported, ADynamicCaptureRunsAtAnySizeInItsRange) {
   // Written with its symbols: fxcpp reads it back with the same graph and
   // ranges; torch.export.load too (pt2_programs.py --check runs it at both
   // sizes).
-  fs::create_directories(kOut);
-  const std::string path = kOut + "/dynamic_batch.pt2";
-  fx::save_exported(ep, path);
-  fx::ExportedProgram back = fx::load_exported(path);
-  EXPECT_EQ(back.graph().to_string(), ep.graph().to_string());
-  std::ofstream(kOut + "/dynamic_batch.graph.txt") << back.graph().to_string();
+  fx::ExportedProgram back = save_and_load(ep, "dynamic_batch");
   ASSERT_EQ(back.range_constraints().count("s0"), 1u);
   EXPECT_EQ(back.range_constraints().at("s0").max_val, 16);
   at::Tensor x5 = torch::randn({5, 4});
@@ -215,12 +222,7 @@ TEST(SaveExported, TwoDynamicDimensionsAndTheirProduct) {
   at::Tensor example = torch::randn({2, 3, 4});
   auto gm = fx::capture(fn, {example}, options);
   fx::ExportedProgram ep = fx::to_exported_program(*gm);
-  fs::create_directories(kOut);
-  const std::string path = kOut + "/dynamic_two_dims.pt2";
-  fx::save_exported(ep, path);
-  fx::ExportedProgram back = fx::load_exported(path);
-  EXPECT_EQ(back.graph().to_string(), ep.graph().to_string());
-  std::ofstream(kOut + "/dynamic_two_dims.graph.txt") << back.graph().to_string();
+  fx::ExportedProgram back = save_and_load(ep, "dynamic_two_dims");
   at::Tensor other = torch::randn({5, 7, 4});
   auto flat = [](const c10::IValue& v) {
     std::vector<c10::IValue> out;
