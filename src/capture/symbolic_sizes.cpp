@@ -38,6 +38,12 @@ std::string join(const Values& v) {
   return s;
 }
 
+bool varies(const Values& v) {
+  for (int64_t x : v)
+    if (x != v[0]) return true;
+  return false;
+}
+
 std::optional<int64_t> minus(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
@@ -81,9 +87,7 @@ class Sizes {
   // in srepr. nullopt for anything else (a floor division). Each form is
   // solved from the captures that change one symbol and checked on all.
   std::optional<std::string> expression(const Values& v) const {
-    bool varies = false;
-    for (int64_t x : v) varies |= x != v[0];
-    if (!varies) return std::to_string(v[0]);
+    if (!varies(v)) return std::to_string(v[0]);
     if (const Symbol* s = symbol(v)) return s->name;
     const size_t n = symbols_.size(), runs = sizes_.size();
     auto sym = [&](size_t k) { return "Symbol('" + symbols_[k].name + "', positive=True, integer=True)"; };
@@ -207,7 +211,6 @@ class SizeWriter {
       rewrite_arguments(n);
       add_sizes_of(n);
     }
-    if (module_.empty()) record_placeholder_sizes(base);
     compare_branches();
   }
 
@@ -259,9 +262,7 @@ class SizeWriter {
                           " at those");
         v.push_back(others[r]->get<int64_t>());
       }
-      bool varies = false;
-      for (int64_t x : v) varies |= x != v[0];
-      if (!varies) return a;
+      if (!varies(v)) return a;
       if (collect) {
         fits_.push_back(fit(v, where));
         return a;
@@ -324,8 +325,6 @@ class SizeWriter {
           mismatch(r, "is another value");
       } else if (a.is<Opaque>()) {
         if (!o.is<Opaque>() || o.get<Opaque>().repr != a.get<Opaque>().repr) mismatch(r, "differs");
-      } else if (a.is<Slice>()) {
-        if (!o.is<Slice>() || !(o == a)) mismatch(r, "differs");
       } else if (!(o == a)) {
         mismatch(r, "differs");
       }
@@ -385,10 +384,20 @@ class SizeWriter {
     Node* read = nullptr;  // its sym_size.int node, once written
   };
 
+  // Dimension (or stride) `d` of n's value in each capture; add_sizes_of has
+  // checked that every capture has as many.
+  Values values_of(const Node* n, std::vector<int64_t> passes::TensorMetadata::*field, size_t d) const {
+    Values v{(n->meta().get<passes::TensorMetadata>("tensor_meta")->*field)[d]};
+    for (const Node* o : others_at_)
+      v.push_back((o->meta().get<passes::TensorMetadata>("tensor_meta")->*field)[d]);
+    return v;
+  }
+
+  // The sizes of n's value: each that follows the symbols is an atom (the
+  // first tensor with it is read for it), and n's meta records them.
   void add_sizes_of(Node* n) {
     const std::vector<int64_t>* shape = shape_of(n);
     if (!shape) return;
-    std::vector<const std::vector<int64_t>*> theirs;
     for (size_t r = 0; r < others_at_.size(); ++r) {
       const std::vector<int64_t>* s = shape_of(others_at_[r]);
       if (!s || s->size() != shape->size())
@@ -396,15 +405,11 @@ class SizeWriter {
                std::string("its result has ") + std::to_string(shape->size()) +
                    " dimensions at the example's sizes and " +
                    (s ? std::to_string(s->size()) : std::string("none")) + " at those");
-      theirs.push_back(s);
     }
-    annotate_sizes(n);
+    std::vector<Values> dims;
     for (size_t d = 0; d < shape->size(); ++d) {
-      Values v{(*shape)[d]};
-      for (const auto* s : theirs) v.push_back((*s)[d]);
-      bool varies = false;
-      for (int64_t x : v) varies |= x != v[0];
-      if (!varies) continue;
+      const Values& v = dims.emplace_back(values_of(n, &passes::TensorMetadata::shape, d));
+      if (!varies(v)) continue;
       if (n->op() == Op::get_attr)
         throw TraceError(
             "capture: the tensor attribute '" + n->target().str() + "' (" + node_text(n) +
@@ -414,40 +419,55 @@ class SizeWriter {
             "the function, or leave the dimension static");
       if (atom_of_.emplace(v, atoms_.size()).second) atoms_.push_back(Atom{v, n, static_cast<int64_t>(d)});
     }
+    annotate_sizes(n, dims);
+    if (module_.empty() && n->op() == Op::placeholder) record_input_sizes(n, dims);
   }
 
   // meta["sym_sizes"] and ["sym_strides"] of a tensor whose sizes or
   // strides follow the symbols: one expression per dimension (Sizes::
   // expression), for the .pt2 writer; meta["sym_sizes_unknown"] names the
-  // dimension when one has none.
-  void annotate_sizes(Node* n) {
-    const auto* m = n->meta().get<passes::TensorMetadata>("tensor_meta");
-    std::vector<const passes::TensorMetadata*> theirs;
-    for (const Node* o : others_at_) theirs.push_back(o->meta().get<passes::TensorMetadata>("tensor_meta"));
-    bool varies = false;
-    auto expressions = [&](auto field, const char* what) {
-      std::vector<std::string> out;
-      for (size_t d = 0; d < (m->*field).size(); ++d) {
-        Values v{(m->*field)[d]};
-        for (const auto* t : theirs)
-          v.push_back(t && d < (t->*field).size() ? (t->*field)[d] : (m->*field)[d]);
-        for (int64_t x : v) varies |= x != v[0];
-        auto e = sizes_.expression(v);
+  // first dimension that has none.
+  void annotate_sizes(Node* n, const std::vector<Values>& dims) {
+    std::vector<Values> strides;
+    for (size_t d = 0; d < dims.size(); ++d)
+      strides.push_back(values_of(n, &passes::TensorMetadata::stride, d));
+    bool follows = false;
+    for (const Values& v : dims) follows |= varies(v);
+    for (const Values& v : strides) follows |= varies(v);
+    if (!follows) return;
+    auto expressions = [&](const std::vector<Values>& values, const char* what,
+                           std::vector<std::string>& out) {
+      for (size_t d = 0; d < values.size(); ++d) {
+        auto e = sizes_.expression(values[d]);
         if (!e) {
-          n->meta().set("sym_sizes_unknown", std::string(what) + " " + std::to_string(d) + " is " + join(v) +
-                                                 " for " + sizes_.table());
-          return out;
+          n->meta().set("sym_sizes_unknown", std::string(what) + " " + std::to_string(d) + " is " +
+                                                 join(values[d]) + " for " + sizes_.table());
+          return false;
         }
         out.push_back(*e);
       }
-      return out;
+      return true;
     };
-    std::vector<std::string> sizes = expressions(&passes::TensorMetadata::shape, "dimension");
-    if (n->meta().contains("sym_sizes_unknown")) return;  // the first dimension with none is named
-    std::vector<std::string> strides = expressions(&passes::TensorMetadata::stride, "stride");
-    if (!varies || n->meta().contains("sym_sizes_unknown")) return;
-    n->meta().set("sym_sizes", std::move(sizes));
-    n->meta().set("sym_strides", std::move(strides));
+    std::vector<std::string> size_exprs, stride_exprs;
+    if (!expressions(dims, "dimension", size_exprs) || !expressions(strides, "stride", stride_exprs)) return;
+    n->meta().set("sym_sizes", std::move(size_exprs));
+    n->meta().set("sym_strides", std::move(stride_exprs));
+  }
+
+  // meta["sym_sizes"] of an input: "s0" where the size is a symbol, else the
+  // size, as a loaded .pt2 program's placeholders have them; and
+  // meta["sym_dims"], the Dim of each of its symbols (its range), which
+  // to_exported_program makes the program's range constraints.
+  void record_input_sizes(Node* n, const std::vector<Values>& dims) {
+    std::vector<std::string> sym_sizes;
+    std::map<std::string, Dim> sym_dims;
+    for (const Values& v : dims) {
+      const Symbol* s = sizes_.symbol(v);
+      sym_sizes.push_back(s ? s->name : std::to_string(v[0]));
+      if (s) sym_dims.emplace(s->name, s->dim);
+    }
+    n->meta().set("sym_sizes", std::move(sym_sizes));
+    if (!sym_dims.empty()) n->meta().set("sym_dims", std::move(sym_dims));
   }
 
   // meta["sym_expr"] (Sizes::expression) and ["sym_hint"] (the example's
@@ -610,30 +630,6 @@ class SizeWriter {
   }
 
   // ---- placeholders and branches ------------------------------------------
-
-  // meta["sym_sizes"] of each input: "s0" where the size is a symbol, else
-  // the size, as a loaded .pt2 program's placeholders have them; and
-  // meta["sym_dims"], the Dim of each of its symbols (its range), which
-  // to_exported_program makes the program's range constraints.
-  void record_placeholder_sizes(const Nodes& base) {
-    for (size_t i = 0; i < base.list.size(); ++i) {
-      Node* n = base.list[i];
-      if (n->op() != Op::placeholder) continue;
-      const std::vector<int64_t>* shape = shape_of(n);
-      if (!shape) continue;
-      std::vector<std::string> sym_sizes;
-      std::map<std::string, Dim> sym_dims;
-      for (size_t d = 0; d < shape->size(); ++d) {
-        Values v{(*shape)[d]};
-        for (const auto& nodes : nodes_) v.push_back((*shape_of(nodes.list[i]))[d]);
-        const Symbol* s = sizes_.symbol(v);
-        sym_sizes.push_back(s ? s->name : std::to_string(v[0]));
-        if (s) sym_dims.emplace(s->name, s->dim);
-      }
-      n->meta().set("sym_sizes", std::move(sym_sizes));
-      if (!sym_dims.empty()) n->meta().set("sym_dims", std::move(sym_dims));
-    }
-  }
 
   // The branches of cond and while_loop: the same in every capture but for
   // the sizes of their tensors.
