@@ -48,7 +48,7 @@ Json ints_of(const std::vector<int64_t>& v) {
 // `as_expr` with sympy's srepr (a symbol's name, "s0", spelled out) and the
 // example's value as the hint.
 Json sym_int_json(const std::string& e, int64_t hint) {
-  if (detail::static_size(e)) return Json{{"as_int", *detail::static_size(e)}};
+  if (const auto size = detail::static_size(e)) return Json{{"as_int", *size}};
   const bool symbol =
       e.size() > 1 && e[0] == 's' && e.find_first_not_of("0123456789", 1) == std::string::npos;
   const std::string expr = symbol ? "Symbol('" + e + "', positive=True, integer=True)" : e;
@@ -76,8 +76,15 @@ Json tensor_meta_json(const passes::TensorMetadata& m, const c10::Device& device
 }
 
 // A node whose value is a SymInt (sym_size.int, SymInt arithmetic of a
-// dynamic capture).
-bool is_sym_int(const Node* n) { return n && n->meta().contains("sym_expr"); }
+// dynamic capture): fx::capture gives each its example's value.
+bool is_sym_int(const Node* n) { return n && n->meta().contains("sym_hint"); }
+
+// A value whose sizes follow a dynamic capture's symbols in a way fxcpp has
+// no expression for: refused where its metadata or value would be written.
+void refuse_unknown_sizes(const Node* n) {
+  if (const auto* why = n->meta().get<std::string>("sym_sizes_unknown"))
+    refuse(n, "a size that follows the dynamic dimensions with no expression fxcpp can write: " + *why);
+}
 
 // Python's json.dumps for floats JSON has no number for, as torch writes them.
 Json float_json(double d) {
@@ -198,6 +205,7 @@ class GraphWriter {
     if (!m)
       refuse(n,
              "no meta[\"tensor_meta\"]: torch.export records every tensor's metadata (capture records it)");
+    refuse_unknown_sizes(n);
     tensor_values_[name] = tensor_meta_json(*m, at::kCPU, n);
   }
 
@@ -333,9 +341,7 @@ class GraphWriter {
       if (!m && symbolic_)
         refuse(n, "output " + std::to_string(i) +
                       " has no node, so no symbolic sizes (torch.export names every output)");
-      if (m && it->second->meta().contains("sym_sizes_unknown"))
-        refuse(it->second, "a size that follows the dynamic dimensions with no expression fxcpp can write: " +
-                               *it->second->meta().get<std::string>("sym_sizes_unknown"));
+      if (m) refuse_unknown_sizes(it->second);
       tensor_values_[name] = m ? tensor_meta_json(*m, at::kCPU, it->second) : tensor_meta_json((*run)[i]);
       items.push_back(list ? Json{{"name", name}} : Json{{"as_tensor", {{"name", name}}}});
     }
@@ -384,8 +390,7 @@ class GraphWriter {
   // SymInt arithmetic as `_operator.mul(a, b)`, as torch.export writes them;
   // its value's expression goes into sym_int_values.
   Json sym_int_node(const Node* n) {
-    if (const auto* why = n->meta().get<std::string>("sym_sizes_unknown"))
-      refuse(n, "a size that follows the dynamic dimensions with no expression fxcpp can write: " + *why);
+    refuse_unknown_sizes(n);
     const bool sym_size = n->target() == "torch.ops.aten.sym_size.int";
     const char* names[2] = {sym_size ? "self" : "a", sym_size ? "dim" : "b"};
     Json inputs = Json::array();
@@ -418,9 +423,7 @@ class GraphWriter {
   }
 
   Json node(const Node* n) {
-    if (is_sym_int(n) || n->meta().contains("sym_hint")) return sym_int_node(n);
-    if (const auto* why = n->meta().get<std::string>("sym_sizes_unknown"))
-      refuse(n, "a size that follows the dynamic dimensions with no expression fxcpp can write: " + *why);
+    if (is_sym_int(n)) return sym_int_node(n);
     if (n->target().str().rfind("torch.ops.higher_order.", 0) == 0) return higher_order(n);
     const c10::OperatorHandle* op = n->target().ops_name() ? n->target().operator_handle() : nullptr;
     if (!op) refuse(n, "its target " + n->target().str() + " is not a dispatcher operator");

@@ -263,4 +263,36 @@ TEST(SaveExported, ASizeWithNoExpressionIsRefusedByNode) {
   }
 }
 
+// The same inside a cond's branch (a pooling's height, h // 2): refused by
+// the node, not written with the example's sizes.
+TEST(SaveExported, ABranchSizeWithNoExpressionIsRefusedByNode) {
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    return fx::cond(
+        x.sum() > 0,
+        [](const fx::Tensors& a) {
+          return fx::Tensors{torch::avg_pool2d(a[0], {2, 2})};
+        },
+        [](const fx::Tensors& a) {
+          return fx::Tensors{torch::avg_pool2d(a[0], {2, 2}) * 2};
+        },
+        {x})[0];
+  };
+  fx::CaptureOptions options;
+  options.dynamic_shapes = {{{2, fx::Dim{"h"}}}};
+  fx::ExportedProgram ep = fx::to_exported_program(*fx::capture(fn, {torch::randn({1, 3, 9, 8})}, options));
+  at::Tensor x = torch::randn({1, 3, 13, 8});
+  EXPECT_TRUE(torch::allclose(ep.run({x}).toTensor(), fn({x}).toTensor()));  // runs; not writable
+  try {
+    fx::save_exported(ep, kOut + "/not_written.pt2.tmp");
+    ADD_FAILURE() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("node 'avg_pool2d': a size that follows the dynamic dimensions with no "
+                                   "expression fxcpp can write: dimension 2 is 4, 9, 13 for s0 = 9, 18, 27"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
