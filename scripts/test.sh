@@ -19,7 +19,10 @@ echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes,
 # -g1 keeps the line tables that sanitizer reports print.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_UNITY_BUILD=ON \
   -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF "${fxcpp_cmake_args[@]}" >/dev/null
-cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
+# gtest_discover_tests lists each test binary's tests as it is linked; leaks
+# are checked when the tests run (ctest below), not in those listings, where a
+# LeakSanitizer failure at exit would fail the build instead of a test.
+ASAN_OPTIONS=detect_leaks=0 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
@@ -31,7 +34,11 @@ bash scripts/fuzz.sh 60 pt2
 
 echo "== release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON "${fxcpp_cmake_args[@]}" >/dev/null
-cmake --build build -j"$jobs"
+# A test binary lists its tests as it is linked (gtest_discover_tests). Once,
+# in CI, that listing failed after printing every test, which fails the build
+# with no test run; a second build step relinks only what failed, and a real
+# build error fails it again.
+cmake --build build -j"$jobs" || { echo "== the release build failed; building once more"; cmake --build build -j"$jobs"; }
 # Two tests build LibTorch projects and take minutes on 2 cores, so they run
 # on their own:
 #   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
