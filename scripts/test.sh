@@ -9,11 +9,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 jobs=$(nproc)
+# Each step says when it starts, in minutes since the start of the tests.
+step() { echo "== [$((SECONDS / 60)) min] $*"; }
 
-echo "== format: src/ and include/ as clang-format writes them (.clang-format)"
+step "format: src/ and include/ as clang-format writes them (.clang-format)"
 bash scripts/check_format.sh
 
-echo "== sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture, compile and .pt2 tests"
+step "sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture, compile and .pt2 tests"
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
 # source file's compile time, and a batch of 8 files parses them once.
 # -g1 keeps the line tables that sanitizer reports print.
@@ -23,25 +25,27 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -D
 # are checked when the tests run (ctest below), not in those listings, where a
 # LeakSanitizer failure at exit would fail the build instead of a test.
 ASAN_OPTIONS=detect_leaks=0 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
+step "sanitizer tests"
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
 
-echo "== fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
+step "fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
 bash scripts/fuzz.sh 60 load
-echo "== fuzzing fx::load_exported (.pt2): libFuzzer for 60 s on the seed corpus"
+step "fuzzing fx::load_exported (.pt2): libFuzzer for 60 s on the seed corpus"
 bash scripts/fuzz.sh 60 pt2
 
-echo "== release build: all tests but packaging and export"
+step "release build: all tests but packaging and export"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON "${fxcpp_cmake_args[@]}" >/dev/null
 # A test binary lists its tests as it is linked (gtest_discover_tests). Once,
 # in CI, that listing failed after printing every test, which fails the build
 # with no test run; a second build step relinks only what failed, and a real
 # build error fails it again.
-cmake --build build -j"$jobs" || { echo "== the release build failed; building once more"; cmake --build build -j"$jobs"; }
+cmake --build build -j"$jobs" || { step "the release build failed; building once more"; cmake --build build -j"$jobs"; }
 # Two tests build LibTorch projects and take minutes on 2 cores, so they run
 # on their own:
 #   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
 #                                        # + find_package, add_subdirectory): 5 min
 #   ctest --test-dir build -L export     # export_cpp's projects built and run: 3 min
+step "release tests"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export"
