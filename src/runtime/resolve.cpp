@@ -123,8 +123,6 @@ struct Registry {
     register_tensor_methods(adapters);
     register_builtins(adapters);
     register_torch_functions(adapters);
-    register_torchvision_ops(adapters);
-    register_torchvision_swin(adapters);
     register_higher_order(adapters);
     index_ops();
   }
@@ -198,6 +196,11 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
       throw Error(name + " is not a known function: no ATen operator " + aten + " and no adapter");
     return make_aten_callable(name, std::move(ops), false);
   }
+  if (starts_with(name, "torchvision."))
+    throw Error(
+        name +
+        " is not a known function: torchvision's wrapped functions are in fxcpp::torchvision; link it "
+        "and call fx::torchvision::register_functions() first (fx/torchvision.h)");
   throw Error(name +
               " is not a known function: no adapter is registered for it and it names no ATen operator");
 }

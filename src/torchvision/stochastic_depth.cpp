@@ -1,35 +1,39 @@
-// torchvision.ops functions that torch.fx records as one call_function node
-// (torchvision wraps them with torch.fx.wrap), so that GraphModules of
-// torchvision models traced in Python run in fxcpp.
+// torchvision.ops.stochastic_depth, which torchvision wraps with
+// torch.fx.wrap: torch.fx records it as one call_function node.
+#include <fx/runtime_args.h>
+
 #include <ATen/ATen.h>
 
-#include "internal.h"
+#include "register.h"
 
-namespace fx::runtime {
+namespace fx::torchvision {
 
-void register_torchvision_ops(Adapters& ad) {
+using namespace fx::runtime;
+
+void register_stochastic_depth() {
   // torchvision/ops/stochastic_depth.py: drops whole residual branches per
   // row (or for the whole batch) while training; the identity otherwise.
   const std::string fn = "torchvision.ops.stochastic_depth.stochastic_depth";
   const std::vector<Param> params{req("input"), req("p"), req("mode"), opt("training", true)};
-  ad.function(fn, [fn, params](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
-    auto a = bind(fn, params, args, kwargs);
-    at::Tensor input = to_tensor(fn, a[0]);
-    const double p = to_double(fn, a[1]);
-    const std::string mode = to_str(fn, a[2]);
-    if (p < 0.0 || p > 1.0)
-      throw Error(fn + ": ValueError: drop probability has to be between 0 and 1, but got " +
-                  std::to_string(p));
-    if (mode != "batch" && mode != "row")
-      throw Error(fn + ": ValueError: mode has to be either 'batch' or 'row', but got " + mode);
-    if (!to_bool(fn, a[3]) || p == 0.0) return c10::IValue(input);
-    const double survival_rate = 1.0 - p;
-    std::vector<int64_t> size(static_cast<size_t>(input.dim()), 1);
-    if (mode == "row" && input.dim() > 0) size[0] = input.size(0);
-    at::Tensor noise = at::empty(size, input.options()).bernoulli_(survival_rate);
-    if (survival_rate > 0.0) noise.div_(survival_rate);
-    return c10::IValue(input * noise);
-  });
+  register_function(
+      fn, make_callable(fn, [fn, params](std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
+        auto a = bind(fn, params, args, kwargs);
+        at::Tensor input = to_tensor(fn, a[0]);
+        const double p = to_double(fn, a[1]);
+        const std::string mode = to_str(fn, a[2]);
+        if (p < 0.0 || p > 1.0)
+          throw Error(fn + ": ValueError: drop probability has to be between 0 and 1, but got " +
+                      std::to_string(p));
+        if (mode != "batch" && mode != "row")
+          throw Error(fn + ": ValueError: mode has to be either 'batch' or 'row', but got " + mode);
+        if (!to_bool(fn, a[3]) || p == 0.0) return c10::IValue(input);
+        const double survival_rate = 1.0 - p;
+        std::vector<int64_t> size(static_cast<size_t>(input.dim()), 1);
+        if (mode == "row" && input.dim() > 0) size[0] = input.size(0);
+        at::Tensor noise = at::empty(size, input.options()).bernoulli_(survival_rate);
+        if (survival_rate > 0.0) noise.div_(survival_rate);
+        return c10::IValue(input * noise);
+      }));
 }
 
-}  // namespace fx::runtime
+}  // namespace fx::torchvision

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds tests/packaging/consumer against fxcpp both ways and checks that it
-# prints the seed tutorial's graph.
+# prints the seed tutorial's graph and runs a function of fxcpp::torchvision.
 # usage: check.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -euo pipefail
 src=$1 build=$2 work=$3
@@ -10,6 +10,9 @@ check() {
   "$1" >"$work/out.txt"
   grep -q "%add : \[num_users=1\] = call_function\[target=operator.add\](args = (%x, %param), kwargs = {})" "$work/out.txt" \
     || { echo "unexpected output from $1:"; cat "$work/out.txt"; exit 1; }
+  "$1_torchvision" >"$work/out.txt"
+  grep -q "^torchvision.ops.stochastic_depth.stochastic_depth returns its input out of training$" "$work/out.txt" \
+    || { echo "unexpected output from $1_torchvision:"; cat "$work/out.txt"; exit 1; }
 }
 
 # 1. find_package after cmake --install
@@ -21,6 +24,6 @@ echo "find_package(fxcpp): ok"
 
 # 2. add_subdirectory
 quiet cmake -S "$src/tests/packaging/consumer" -B "$work/subdir" -DFXCPP_SOURCE_DIR="$src"
-quiet cmake --build "$work/subdir" --target consumer --parallel 2
+quiet cmake --build "$work/subdir" --target consumer consumer_torchvision --parallel 2
 check "$work/subdir/consumer"
 echo "add_subdirectory(fxcpp): ok"

@@ -512,3 +512,32 @@ fn("builtins", "math.log", 8, 2)
 fn("builtins", "math.exp", 1)
 fn("builtins", "math.sqrt", -1)
 opts(error=True)
+
+# ---- torchvision's wrapped functions (fxcpp::torchvision) ----------------------
+SD = "torchvision.ops.stochastic_depth."
+feature = T(2, 3, 4, 5)
+fn("torchvision", SD + "stochastic_depth", feature, 0.5, "row", training=False)
+fn("torchvision", SD + "stochastic_depth", feature, 0.0, "batch")
+fn("torchvision", SD + "stochastic_depth", feature, 1.0, "row", True)  # every row dropped: zeros
+fn("torchvision", SD + "stochastic_depth", feature, 1.0, mode="batch", training=True)
+fn("torchvision", SD + "stochastic_depth", feature, 1.5, "row")
+opts(error=True)
+fn("torchvision", SD + "stochastic_depth", feature, 0.5, "column")
+opts(error=True)
+SWIN = "torchvision.models.swin_transformer."
+fn("torchvision", SWIN + "_patch_merging_pad", T(2, 5, 7, 3))  # odd H and W are padded
+fn("torchvision", SWIN + "_patch_merging_pad", T(4, 6, 2))
+fn("torchvision", SWIN + "_get_relative_position_bias", T(15, 4), T(36, dtype=torch.int64, low=0, high=15), [2, 3])
+# window 3x3 over a 7x9 map padded to 9x9, 2 heads: shifted (a mask between
+# the shift's regions), not shifted, and Swin V2's cosine attention.
+swin_args = (T(1, 7, 9, 8), T(24, 8), T(8, 8), T(1, 2, 9, 9), [3, 3], 2)
+fn("torchvision", SWIN + "shifted_window_attention", *swin_args, [1, 1], qkv_bias=T(24), proj_bias=T(8),
+   training=False)
+opts(rtol=1e-4)
+fn("torchvision", SWIN + "shifted_window_attention", *swin_args, [0, 0], 0.0, 0.0, T(24), T(8), None, False)
+opts(rtol=1e-4)
+fn("torchvision", SWIN + "shifted_window_attention", *swin_args, [1, 2], qkv_bias=T(24), proj_bias=T(8),
+   logit_scale=T(2, 1, 1), training=False)
+opts(rtol=1e-4)
+fn("torchvision", SWIN + "shifted_window_attention", T(1, 7, 9), *swin_args[1:], [1, 1])
+opts(error=True)

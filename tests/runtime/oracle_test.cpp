@@ -7,6 +7,7 @@
 
 #include <fx/graph.h>
 #include <fx/runtime.h>
+#include <fx/torchvision.h>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -173,6 +174,7 @@ std::string compare(const c10::IValue& got, const json& want, const std::vector<
 }
 
 TEST(RuntimeOracle, AllCases) {
+  fx::torchvision::register_functions();
   json expected;
   {
     std::ifstream f(FXCPP_RUNTIME_EXPECTED "/expected.json");

@@ -33,6 +33,15 @@ TEST(Resolve, UnknownFunctionNamesTheTarget) {
   EXPECT_NE(e.find("mymodule.myfn"), std::string::npos) << e;
 }
 
+// The runtime knows torch; torchvision's functions come with fxcpp::torchvision,
+// which this binary does not link (the runtime oracle runs them).
+TEST(Resolve, TorchvisionFunctionsNameTheLibraryThatHasThem) {
+  const std::string e = error_of([] { resolve_function("torchvision.ops.stochastic_depth.stochastic_depth"); });
+  EXPECT_NE(e.find("torchvision.ops.stochastic_depth.stochastic_depth is not a known function"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("fx::torchvision::register_functions()"), std::string::npos) << e;
+}
+
 TEST(Resolve, UnknownOperatorOverloadAndMethod) {
   std::string e = error_of([] { resolve_function("torch.ops.aten.add.NoSuchOverload"); });
   EXPECT_NE(e.find("torch.ops.aten.add.NoSuchOverload"), std::string::npos) << e;
