@@ -80,11 +80,42 @@ uint32_t crc32(const std::string& data) {
   return c ^ 0xFFFFFFFFu;
 }
 
+uint64_t le64(const unsigned char* p) { return uint64_t(le(p, 4)) | uint64_t(le(p + 4, 4)) << 32; }
+
 struct Entry {
   std::string name;
   uint16_t method = 0;
-  uint32_t crc = 0, size = 0, local_offset = 0;
+  uint32_t crc = 0;
+  uint64_t size = 0, local_offset = 0;
 };
+
+constexpr uint32_t kZip64 = 0xFFFFFFFFu;  // "the value is in the ZIP64 extra field"
+
+// The sizes and local header offset that an entry's central directory record
+// gives as 0xFFFFFFFF, read from its ZIP64 extended information (extra field
+// 1: the 8-byte values of those fields, in this order). Python's zipfile
+// writes one for every record that starts past 2 GiB, so a GraphModule file
+// with more than 2 GiB of tensors has them. False when the field is missing
+// or too short.
+bool read_zip64_extra(const unsigned char* extra, size_t extra_len, uint64_t& uncompressed,
+                      uint64_t& compressed, uint64_t& offset) {
+  for (size_t q = 0; q + 4 <= extra_len;) {
+    const size_t id = le(extra + q, 2), len = le(extra + q + 2, 2);
+    if (q + 4 + len > extra_len) return false;
+    if (id == 1) {
+      size_t at = q + 4;
+      for (uint64_t* v : {&uncompressed, &compressed, &offset}) {
+        if (*v != kZip64) continue;
+        if (at + 8 > q + 4 + len) return false;
+        *v = le64(extra + at);
+        at += 8;
+      }
+      return true;
+    }
+    q += 4 + len;
+  }
+  return false;
+}
 
 // The central directory's entries, or nothing when the bytes are not a zip
 // archive this walk understands (miniz then decides: ZIP64 archives, archives
@@ -116,8 +147,12 @@ std::optional<std::vector<Entry>> central_directory(const caffe2::serialize::Rea
     Entry e;
     e.method = static_cast<uint16_t>(le(&cd[p + 10], 2));
     e.crc = le(&cd[p + 16], 4);
-    e.size = le(&cd[p + 20], 4);
+    e.size = le(&cd[p + 20], 4);  // compressed: the bytes a stored record has in the file
+    uint64_t uncompressed = le(&cd[p + 24], 4);
     e.local_offset = le(&cd[p + 42], 4);
+    if ((e.size == kZip64 || uncompressed == kZip64 || e.local_offset == kZip64) &&
+        !read_zip64_extra(&cd[p + 46 + name_len], extra, uncompressed, e.size, e.local_offset))
+      return std::nullopt;
     e.name.assign(reinterpret_cast<const char*>(&cd[p + 46]), name_len);
     entries.push_back(std::move(e));
     p += 46 + name_len + extra + comment;
@@ -133,7 +168,7 @@ std::optional<std::string> stored_record(const caffe2::serialize::ReadAdapterInt
     return std::nullopt;
   const uint64_t data = uint64_t(e.local_offset) + 30 + le(header + 26, 2) + le(header + 28, 2);
   if (data + e.size > in.size()) return std::nullopt;
-  std::string bytes(e.size, '\0');
+  std::string bytes(static_cast<size_t>(e.size), '\0');
   if (e.size && in.read(data, bytes.data(), e.size, "") != e.size) return std::nullopt;
   if (crc32(bytes) != e.crc) return std::nullopt;
   return bytes;

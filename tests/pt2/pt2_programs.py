@@ -224,6 +224,32 @@ def corrupt_record(raw, name):
     return raw[:data] + bytes([raw[data] ^ 0x01]) + raw[data + 1:]
 
 
+def with_zip64_offsets(raw):
+    """raw with every central directory record giving its local header offset as 0xFFFFFFFF and the
+    offset in a ZIP64 extra field, as Python's zipfile writes records that start past 2 GiB (a
+    GraphModule file with over 2 GiB of tensors). The records themselves do not move."""
+    eocd = raw.rindex(b'PK\x05\x06')
+    count, cd_size, cd_offset = struct.unpack('<HII', raw[eocd + 10:eocd + 20])
+    cd, p = b'', cd_offset
+    for _ in range(count):
+        name_len, extra_len, comment_len = struct.unpack('<HHH', raw[p + 28:p + 34])
+        offset, = struct.unpack('<I', raw[p + 42:p + 46])
+        end = p + 46 + name_len + extra_len + comment_len
+        extra = raw[p + 46 + name_len:p + 46 + name_len + extra_len] + struct.pack('<HHQ', 1, 8, offset)
+        cd += (raw[p:p + 30] + struct.pack('<H', len(extra)) + raw[p + 32:p + 42] + struct.pack('<I', 0xFFFFFFFF)
+               + raw[p + 46:p + 46 + name_len] + extra + raw[p + 46 + name_len + extra_len:end])
+        p = end
+    return raw[:cd_offset] + cd + raw[eocd:eocd + 12] + struct.pack('<I', len(cd)) + raw[eocd + 16:]
+
+
+def write_zip64(out_dir):
+    src = os.path.join(out_dir, 'sequential.pt2')
+    dst = os.path.join(out_dir, 'sequential_zip64.pt2')
+    open(dst, 'wb').write(with_zip64_offsets(open(src, 'rb').read()))
+    x = torch.randn(2, 4)
+    assert torch.equal(torch.export.load(dst).module()(x), torch.export.load(src).module()(x))
+
+
 def write_malformed(out_dir):
     bad = os.path.join(out_dir, 'malformed')
     os.makedirs(bad, exist_ok=True)
@@ -320,6 +346,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for name in PROGRAMS:
         write_program(out_dir, name)
+    write_zip64(out_dir)
     write_malformed(out_dir)
 
 

@@ -188,6 +188,18 @@ TEST(LoadExported, ACondCompilesAndTakesEitherBranch) {
   EXPECT_NE(compiled_false->graph().to_string().find("cpp_fused_cos_add"), std::string::npos);
 }
 
+// Python's zipfile gives the offset of a record that starts past 2 GiB in a
+// ZIP64 extra field; sequential_zip64.pt2 is sequential.pt2 with every
+// offset given so (pt2_programs.py), which torch.export.load reads.
+TEST(LoadExported, ReadsOffsetsFromZip64ExtraFields) {
+  if (!fs::exists(kData + "/sequential_zip64.pt2")) GTEST_SKIP() << "pt2_programs.py did not run";
+  fx::ExportedProgram zip64 = fx::load_exported(kData + "/sequential_zip64.pt2");
+  fx::ExportedProgram plain = fx::load_exported(kData + "/sequential.pt2");
+  EXPECT_EQ(zip64.graph_module().code(), plain.graph_module().code());
+  const at::Tensor x = torch::randn({2, 4});
+  EXPECT_TRUE(zip64.run({x}).toTensor().equal(plain.run({x}).toTensor()));
+}
+
 TEST(LoadExported, RefusesMalformedFilesByName) {
   const std::string dir = kData + "/malformed";
   if (!fs::exists(dir + "/expected.json")) GTEST_SKIP() << "pt2_programs.py did not run";
