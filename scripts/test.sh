@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
 # and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a
-# minute of coverage-guided fuzzing of the file loader (libFuzzer), then the
+# half minute of coverage-guided fuzzing of each file loader (libFuzzer), then the
 # full suite (with the torch.fx 2.14 conformance tests) on a release build;
 # the slow packaging and export tests have their own commands (below).
 set -euo pipefail
@@ -30,13 +30,16 @@ step "sanitizer tests"
 # the corpus through every pass (label corpus) takes minutes under ASan.
 ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
 
-step "fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 60 s on the seed corpus"
-bash scripts/fuzz.sh 60 load
-step "fuzzing fx::load_exported (.pt2): libFuzzer for 60 s on the seed corpus"
-bash scripts/fuzz.sh 60 pt2
+step "fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 30 s on the seed corpus"
+bash scripts/fuzz.sh 30 load
+step "fuzzing fx::load_exported (.pt2): libFuzzer for 30 s on the seed corpus"
+bash scripts/fuzz.sh 30 pt2
 
 step "release build: all tests but packaging and export"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON "${fxcpp_cmake_args[@]}" >/dev/null
+# The benchmarks are not tests, and building them takes about 3 minutes of
+# CPU: docs/benchmarks.md builds them (-DFXCPP_BUILD_BENCH=ON) and runs them.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF \
+  "${fxcpp_cmake_args[@]}" >/dev/null
 # A test binary lists its tests as it is linked (gtest_discover_tests). Once,
 # in CI, that listing failed after printing every test, which fails the build
 # with no test run; a second build step relinks only what failed, and a real
