@@ -24,87 +24,59 @@ struct Command {
 
 std::string pass_list() {
   std::string s;
-  for (const auto& p : fx::passes::registered_passes())
-    s += "  " + p.name + std::string(p.name.size() < 16 ? 16 - p.name.size() : 1, ' ') + p.description + "\n";
+  for (const auto& p : fx::passes::registered_passes()) s += "  " + p.name + std::string(p.name.size() < 16 ? 16 - p.name.size() : 1, ' ') + p.description + "\n";
   return s;
 }
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> c = {
-      {{"show",
-        "show FILE [--graph|--code|--tabular|--cpp]",
+      {{"show", "show FILE [--graph|--code|--tabular|--cpp]",
         "Prints the GraphModule (its module tree and code, as str(gm) does; for a .pt2 also the graph\n"
         "signature and range constraints), or only its graph, its generated Python code, the graph as\n"
         "a table, or the C++ forward that export-cpp writes.",
-        1,
-        {},
-        {"--graph", "--code", "--tabular", "--cpp"}},
+        1, {}, {"--graph", "--code", "--tabular", "--cpp"}},
        fxc::show},
-      {{"run",
-        "run FILE --inputs IN.pt [--output OUT.pt]",
+      {{"run", "run FILE --inputs IN.pt [--output OUT.pt]",
         "Runs forward on the tensors of IN.pt (torch.save([x, ...], 'IN.pt') in Python) and writes\n"
         "the outputs to OUT.pt as a list of tensors (torch.load reads it), or prints their shapes.\n"
         "A .pt2 runs as torch.export's ep.module() does: IN.pt holds the user inputs flattened\n"
         "(torch.utils._pytree.tree_leaves((args, kwargs))); state comes from the file.",
-        1,
-        {"--inputs", "--output"},
-        {}},
+        1, {"--inputs", "--output"}, {}},
        fxc::run},
-      {{"opt",
-        "opt FILE -p PASS[,PASS...] -o OUT [--inputs IN.pt] [--verify [--rtol R] [--atol A]]",
+      {{"opt", "opt FILE -p PASS[,PASS...] -o OUT [--inputs IN.pt] [--verify [--rtol R] [--atol A]]",
         "Runs the passes in order (linting after each) and writes the result to OUT. --verify\n"
         "checks after each pass that the outputs on IN.pt stay allclose (rtol 1e-4, atol 1e-5 by\n"
         "default), and names the pass that changed them. shape_prop needs --inputs. The passes:\n",
-        1,
-        {"-p", "-o", "--inputs", "--rtol", "--atol"},
-        {"--verify"}},
+        1, {"-p", "-o", "--inputs", "--rtol", "--atol"}, {"--verify"}},
        fxc::opt},
-      {{"draw",
-        "draw FILE -o GRAPH.svg|png|dot",
+      {{"draw", "draw FILE -o GRAPH.svg|png|dot",
         "Draws the graph with Graphviz (FxGraphDrawer's picture; shapes when the file has tensor_meta).",
-        1,
-        {"-o"},
-        {}},
+        1, {"-o"}, {}},
        fxc::draw},
-      {{"export-cpp",
-        "export-cpp FILE DIR [--class-name NAME]",
-        "Writes a standalone LibTorch C++ project of forward into DIR (docs/export.md).",
-        2,
-        {"--class-name"},
-        {}},
+      {{"export-cpp", "export-cpp FILE DIR [--class-name NAME]",
+        "Writes a standalone LibTorch C++ project of forward into DIR (docs/export.md).", 2, {"--class-name"}, {}},
        fxc::export_cpp},
-      {{"export-py",
-        "export-py FILE DIR [--module-name NAME]",
-        "Writes a Python package of the module into DIR, as torch.fx's GraphModule.to_folder does.",
-        2,
-        {"--module-name"},
-        {}},
+      {{"export-py", "export-py FILE DIR [--module-name NAME]",
+        "Writes a Python package of the module into DIR, as torch.fx's GraphModule.to_folder does.", 2,
+        {"--module-name"}, {}},
        fxc::export_py},
-      {{"bench",
-        "bench FILE --inputs IN.pt [-n RUNS] [--warmup N] [--threads N]",
+      {{"bench", "bench FILE --inputs IN.pt [-n RUNS] [--warmup N] [--threads N]",
         "Times forward on IN.pt: min, median and max over RUNS runs (default 100) after N warm-up\n"
         "runs (default 5), on N intra-op threads (default: LibTorch's), and the time loading took.",
-        1,
-        {"--inputs", "-n", "--warmup", "--threads"},
-        {}},
+        1, {"--inputs", "-n", "--warmup", "--threads"}, {}},
        fxc::bench},
-      {{"compile",
-        "compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]",
+      {{"compile", "compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]",
         "Compiles forward with fx::compile (fused C++ kernels, docs/compile.md) for the tensors of\n"
         "IN.pt, checks its outputs against the module's, prints what was fused and the time of each\n"
         "phase, and times both (median of RUNS runs, default 20). --debug writes the generated source.",
-        1,
-        {"--inputs", "--output", "--debug", "-n"},
-        {}},
+        1, {"--inputs", "--output", "--debug", "-n"}, {}},
        fxc::compile},
   };
   return c;
 }
 
 void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fxc COMMAND [ARGS]\n\nGraphModule files (fx::save, python3 -m fxcpp export) and "
-               "torch.export programs\n(torch.export.save, .pt2) from the command line.\n\ncommands:\n");
+  std::fprintf(out, "usage: fxc COMMAND [ARGS]\n\nGraphModule files (fx::save, python3 -m fxcpp export) and torch.export programs\n(torch.export.save, .pt2) from the command line.\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  fxc %s\n", c.spec.usage.c_str());
   std::fprintf(out, "\nfxc COMMAND --help describes one.\n");
 }
@@ -155,7 +127,5 @@ int main(int argc, char** argv) {
       return fail(e.what(), 1);
     }
   }
-  return fail("no command '" + args[0] +
-                  "'; the commands are show, run, opt, draw, export-cpp, export-py, bench (fxc --help)",
-              2);
+  return fail("no command '" + args[0] + "'; the commands are show, run, opt, draw, export-cpp, export-py, bench (fxc --help)", 2);
 }
