@@ -59,8 +59,9 @@ class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
   std::string_view bytes_;
 };
 
-uint32_t le(const unsigned char* p, int bytes) {
-  uint32_t v = 0;
+// A little-endian unsigned integer of `bytes` (at most 8) bytes.
+uint64_t le(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
@@ -79,8 +80,6 @@ uint32_t crc32(const std::string& data) {
   for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
 }
-
-uint64_t le64(const unsigned char* p) { return uint64_t(le(p, 4)) | uint64_t(le(p + 4, 4)) << 32; }
 
 struct Entry {
   std::string name;
@@ -107,7 +106,7 @@ bool read_zip64_extra(const unsigned char* extra, size_t extra_len, uint64_t& un
       for (uint64_t* v : {&uncompressed, &compressed, &offset}) {
         if (*v != kZip64) continue;
         if (at + 8 > q + 4 + len) return false;
-        *v = le64(extra + at);
+        *v = le(extra + at, 8);
         at += 8;
       }
       return true;
@@ -166,7 +165,7 @@ std::optional<std::string> stored_record(const caffe2::serialize::ReadAdapterInt
   unsigned char header[30];
   if (e.method != 0 || in.read(e.local_offset, header, 30, "") != 30 || le(header, 4) != 0x04034b50u)
     return std::nullopt;
-  const uint64_t data = uint64_t(e.local_offset) + 30 + le(header + 26, 2) + le(header + 28, 2);
+  const uint64_t data = e.local_offset + 30 + le(header + 26, 2) + le(header + 28, 2);
   if (data + e.size > in.size()) return std::nullopt;
   std::string bytes(static_cast<size_t>(e.size), '\0');
   if (e.size && in.read(data, bytes.data(), e.size, "") != e.size) return std::nullopt;
