@@ -14,7 +14,7 @@
 //     at::Tensor input = to_tensor(name, a[0]);
 //     ...
 //
-// Every helper throws fx::Error naming `fn` and what it expected.
+// A helper that takes `fn` throws fx::Error naming it and what it expected.
 
 #include <fx/error.h>
 #include <fx/runtime.h>
