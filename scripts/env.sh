@@ -15,3 +15,11 @@ if [ -x "$FXCPP_PYTHON" ]; then
 fi
 fxcpp_cmake_args=(-DCMAKE_PREFIX_PATH="$FXCPP_TORCH_CMAKE" -DFXCPP_PYTHON="$FXCPP_PYTHON")
 export FXCPP_VENV FXCPP_PYTHON FXCPP_TORCH_CMAKE
+# The sanitizer build (scripts/test.sh, scripts/fuzz.sh): clang-16 with
+# AddressSanitizer, UndefinedBehaviorSanitizer and libFuzzer's coverage
+# (FXCPP_FUZZ), so that one build of fxcpp serves both the sanitizer tests
+# and the fuzzers. -O1 -g1 keeps the line tables that reports print, and
+# asserts stay on (no NDEBUG).
+fxcpp_sanitizer_args=(-DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_UNITY_BUILD=ON -DFXCPP_FUZZ=ON -DFXCPP_WERROR=ON
+  -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF -DFXCPP_BUILD_TOOLS=OFF)

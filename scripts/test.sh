@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
 # and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a
-# half minute of coverage-guided fuzzing of each file loader (libFuzzer), then the
+# half minute of coverage-guided fuzzing of each file loader (libFuzzer, from
+# the same sanitizer build), then the
 # full suite (with the torch.fx 2.14 conformance tests) on a release build;
 # the slow packaging and export tests have their own commands (below).
 set -euo pipefail
@@ -15,22 +16,28 @@ step() { echo "== [$((SECONDS / 60)) min] $*"; }
 step "format: src/ and include/ as clang-format writes them (.clang-format)"
 bash scripts/check_format.sh
 
-step "sanitizer build (ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture, compile and .pt2 tests"
+step "sanitizer build (clang-16, ASan + UBSan): unit, runtime, tracing, fx::nn, passes, serialize, capture, compile and .pt2 tests, and the two fuzzers"
+# One build for the sanitizer tests and the fuzzers (scripts/env.sh's
+# fxcpp_sanitizer_args): fxcpp is compiled once with the sanitizers and
+# libFuzzer's coverage, not once for each.
 # Unity builds (CMAKE_UNITY_BUILD): parsing LibTorch's headers is most of a
 # source file's compile time, and a batch of 8 files parses them once.
-# -g1 keeps the line tables that sanitizer reports print.
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_UNITY_BUILD=ON \
-  -DFXCPP_SANITIZE=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF "${fxcpp_cmake_args[@]}" >/dev/null
+cmake -S . -B build-sanitize "${fxcpp_sanitizer_args[@]}" "${fxcpp_cmake_args[@]}" >/dev/null
 # gtest_discover_tests lists each test binary's tests as it is linked; leaks
 # are checked when the tests run (ctest below), not in those listings, where a
 # LeakSanitizer failure at exit would fail the build instead of a test.
-ASAN_OPTIONS=detect_leaks=0 cmake --build build-asan -j"$jobs" --target fx_sanitizer_tests
+ASAN_OPTIONS=detect_leaks=0 cmake --build build-sanitize -j"$jobs" --target fx_sanitizer_tests \
+  fx_load_fuzzer fx_load_fuzz_seeds fx_pt2_fuzzer fx_pt2_fuzz_seeds
 step "sanitizer tests"
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.
-ctest --test-dir build-asan -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" -LE "export|corpus" --output-on-failure -j"$jobs"
+# clang-16's sanitizers need clang-16's symbolizer (the llvm-symbolizer on
+# PATH may be another version's).
+ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer \
+  ctest --test-dir build-sanitize -L "unit|runtime|trace|nn|passes|serialize|^capture$|^compile$|pt2" \
+  -LE "export|corpus" --output-on-failure -j"$jobs"
 
-step "fuzzing fx::load: libFuzzer (clang-16, ASan + UBSan) for 30 s on the seed corpus"
+step "fuzzing fx::load: libFuzzer for 30 s on the seed corpus"
 bash scripts/fuzz.sh 30 load
 step "fuzzing fx::load_exported (.pt2): libFuzzer for 30 s on the seed corpus"
 bash scripts/fuzz.sh 30 pt2
