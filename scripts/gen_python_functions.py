@@ -50,12 +50,17 @@ def python_functions():
 def signature_for_analysis(fn):
     """What normalize_function binds to: None where it normalizes nothing."""
     from torch._jit_internal import boolean_dispatched
-    if fn in boolean_dispatched:
-        d = boolean_dispatched[fn]
-        if inspect.signature(d['if_true']).parameters != inspect.signature(d['if_false']).parameters:
-            return None
-        fn = d['if_true']
-    sig = inspect.signature(inspect.unwrap(fn))
+
+    def branches(f):  # torch.unique dispatches on return_inverse, then on return_counts
+        if f not in boolean_dispatched:
+            return [f]
+        d = boolean_dispatched[f]
+        return branches(d['if_true']) + branches(d['if_false'])
+    implementations = branches(fn)
+    if any(inspect.signature(f).parameters != inspect.signature(implementations[0]).parameters
+           for f in implementations):
+        return None
+    sig = inspect.signature(inspect.unwrap(implementations[0]))
     supported = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
     if any(p.kind not in supported for p in sig.parameters.values()):
         return None
@@ -85,13 +90,29 @@ def cpp_value(v):
 
 
 class _Marker:
-    """Stands for one parameter; falsy for the flag of a boolean dispatch."""
+    """Stands for one parameter; falsy for the flag of a boolean dispatch.
+    A method called on it is what a Proxy would record (F.sigmoid returns
+    input.sigmoid(), which torch.fx records as call_method sigmoid): the
+    call is kept in `calls`, and its result is a _MethodResult."""
 
-    def __init__(self, index, truth):
-        self.index, self.truth = index, truth
+    def __init__(self, index, truth, calls):
+        self.index, self.truth, self.calls = index, truth, calls
 
     def __bool__(self):
         return self.truth
+
+    def __getattr__(self, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+
+        def method(*args, **kwargs):
+            self.calls.append((name, (self,) + args, kwargs))
+            return _MethodResult()
+        return method
+
+
+class _MethodResult:
+    pass
 
 
 class _Recorded(Exception):
@@ -99,8 +120,9 @@ class _Recorded(Exception):
 
 
 def recorded_form(fn, params, flag_value=None):
-    """The call torch.fx records for fn: (target, [(keyword or None, parameter index or None, literal)]),
-    or None where the function does not go through handle_torch_function with its parameters."""
+    """The call torch.fx records for fn: (target, is a method, [(keyword or None, parameter index or None,
+    literal)]), or None where the function neither goes through handle_torch_function with its
+    parameters nor returns what one method of a parameter returns."""
     import torch
     from torch.fx.node import _get_qualified_name
     from torch.overrides import TorchFunctionMode
@@ -111,21 +133,29 @@ def recorded_form(fn, params, flag_value=None):
             raise _Recorded(func, args, kwargs or {})
 
     flag = boolean_dispatched[fn]['arg_name'] if fn in boolean_dispatched else None
-    markers = [_Marker(i, True if p.name != flag else flag_value) for i, p in enumerate(params)]
+    calls = []
+    markers = [_Marker(i, True if p.name != flag else flag_value, calls) for i, p in enumerate(params)]
     args = [m for p, m in zip(params, markers) if p.kind == p.POSITIONAL_OR_KEYWORD]
     kwargs = {p.name: m for p, m in zip(params, markers) if p.kind == p.KEYWORD_ONLY}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             with Catch():
-                fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
     except _Recorded as r:
+        if calls:  # a method first, then handle_torch_function: a Python body fxcpp does not run
+            return None
         func, a, k = r.args
-    except Exception:  # it looks at its arguments first (F.sigmoid calls input.sigmoid())
+        method = False
+    except Exception:  # it computes with its arguments first (len(input), input.dim() == 2)
         return None
     else:
-        return None
-    if not callable(func) or isinstance(func, torch._ops.OpOverload):
+        # One method of a parameter, whose result the function returns as it is.
+        if len(calls) != 1 or not isinstance(result, _MethodResult):
+            return None
+        func, a, k = calls[0]
+        method = True
+    if not method and (not callable(func) or isinstance(func, torch._ops.OpOverload)):
         return None
     items = []
     for keyword, v in [(None, v) for v in a] + list(k.items()):
@@ -136,18 +166,18 @@ def recorded_form(fn, params, flag_value=None):
             if literal is None:
                 return None
             items.append((keyword, None, literal))
-    return _get_qualified_name(func), items
+    return (func if method else _get_qualified_name(func)), method, items
 
 
 def cpp_form(form):
     if form is None:
         return 'std::nullopt'
-    target, items = form
+    target, method, items = form
     cells = []
     for keyword, index, literal in items:
         kw = f'"{keyword}"' if keyword is not None else 'nullptr'
         cells.append(f'{{{kw}, {index if index is not None else -1}, {literal or "fx::None"}}}')
-    return f'fx::PythonFunction::Form{{"{target}", {{{", ".join(cells)}}}}}'
+    return f'fx::PythonFunction::Form{{"{target}", {{{", ".join(cells)}}}{", true" if method else ""}}}'
 
 
 def main():

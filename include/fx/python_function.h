@@ -40,6 +40,9 @@ struct PythonFunction {
   struct Form {
     const char* target;  // as torch.fx names it (torch.norm is torch.functional.norm)
     std::vector<Item> items;
+    // A call_method of the first item: the function returns what one method
+    // of its input returns (F.sigmoid is `return input.sigmoid()`).
+    bool method = false;
   };
 
   const char* name;

@@ -333,7 +333,8 @@ Value record_python_function(Tracer& tracer, const PythonFunction& f, const Targ
     else
       recorded_args.push_back(std::move(v));
   }
-  return tracer.create_proxy(Op::call_function, Target(form->target), recorded_args, recorded_kwargs);
+  return tracer.create_proxy(form->method ? Op::call_method : Op::call_function, Target(form->target),
+                             recorded_args, recorded_kwargs);
 }
 
 }  // namespace

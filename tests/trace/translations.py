@@ -188,6 +188,20 @@ def _t(*shape):
 
 
 # name -> (model class, its inputs, the tracer torch.fx needs or None)
+class LSTMCellByHand(nn.Module):  # an LSTM cell written out, its gates through F.sigmoid and F.tanh
+    def __init__(self):
+        super().__init__()
+        self.ih = nn.Linear(6, 32)
+        self.hh = nn.Linear(8, 32)
+
+    def forward(self, x, h, c):
+        gates = self.ih(x) + self.hh(h)
+        i, f, g, o = gates.chunk(4, dim=1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        h = F.sigmoid(o) * F.tanh(c)
+        return h, c
+
+
 TRANSLATIONS = {
     'unet': (UNet, lambda: [_t(2, 3, 8, 8)], None),
     'gpt_block': (GPTBlock, lambda: [_t(2, 6, 16)], BufferProxyTracer),
@@ -199,4 +213,5 @@ TRANSLATIONS = {
     'vae_head': (VAEHead, lambda: [_t(3, 10), _t(3, 4)], None),
     'causal_conv': (CausalConv, lambda: [_t(2, 4, 9)], None),
     'convnext_block': (ConvNeXtBlock, lambda: [_t(2, 8, 7, 7)], None),
+    'lstm_cell_by_hand': (LSTMCellByHand, lambda: [_t(3, 6), _t(3, 8), _t(3, 8)], None),
 }

@@ -231,6 +231,27 @@ struct ConvNeXtBlock : fx::Module {
   }
 };
 
+struct LSTMCellByHand : fx::Module {
+  std::shared_ptr<fx::nn::Linear> ih, hh;
+  LSTMCellByHand() : fx::Module("LSTMCellByHand", {"x", "h", "c"}) {
+    ih = register_module("ih", make<fx::nn::Linear>(6, 32));
+    hh = register_module("hh", make<fx::nn::Linear>(8, 32));
+  }
+  Value forward(const std::vector<Value>& in) override {
+    // The left operands are named first: C++ leaves the order of `a * b`'s
+    // operands open, Python reads left to right (docs/tracing.md).
+    Value x = (*ih)(in[0]);
+    Value gates = x + (*hh)(in[1]);
+    auto ifgo = gates.chunk(4, kw("dim", 1)).unpack(4);
+    Value kept = fx::call(F + "sigmoid", ifgo[1]) * in[2];
+    Value input_gate = fx::call(F + "sigmoid", ifgo[0]);
+    Value c = kept + input_gate * fx::call(F + "tanh", ifgo[2]);
+    Value output_gate = fx::call(F + "sigmoid", ifgo[3]);
+    Value h = output_gate * fx::call(F + "tanh", c);
+    return Value::tuple({h, c});
+  }
+};
+
 // The tensors of a structured value, in torch.utils._pytree's order.
 void tensor_leaves(const Value& v, std::vector<at::Tensor>& out) {
   if (v.is_tuple() || v.is_list() || v.is_dict()) {
@@ -276,5 +297,6 @@ TEST(Translation, PatchEmbed) { expect_translation<PatchEmbed>("patch_embed"); }
 TEST(Translation, VAEHead) { expect_translation<VAEHead>("vae_head"); }
 TEST(Translation, CausalConv) { expect_translation<CausalConv>("causal_conv"); }
 TEST(Translation, ConvNeXtBlock) { expect_translation<ConvNeXtBlock>("convnext_block"); }
+TEST(Translation, LSTMCellByHand) { expect_translation<LSTMCellByHand>("lstm_cell_by_hand"); }
 
 }  // namespace
