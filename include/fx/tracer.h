@@ -41,10 +41,11 @@ inline constexpr PHType PH{};
 //   `_assert_is_none` for None), while forward sees the value itself, so
 //   control flow on it is static;
 // - fx::PH: the parameter stays an input named `<name>_1`;
-// - a list or tuple of these (ConcreteArg::list / tuple, or a Value list /
-//   tuple): each leaf is specialized in turn (`<name>_1`, `<name>_2`, ...), and
-//   the graph takes the flattened leaves while its module takes the
-//   structure (Graph::pytree_info).
+// - a list, tuple or dict of these (ConcreteArg::list / tuple / dict, or a
+//   Value list / tuple / dict): each leaf is specialized in turn (`<name>_1`,
+//   `<name>_2`, ...; a dict's in the order of its keys), and the graph takes
+//   the flattened leaves while its module takes the structure
+//   (Graph::pytree_info).
 class ConcreteArg {
  public:
   ConcreteArg(PHType) : ph_(true) {}
@@ -58,6 +59,15 @@ class ConcreteArg {
   static ConcreteArg tuple(std::vector<ConcreteArg> items) {
     return ConcreteArg(TreeSpec::Kind::tuple, std::move(items));
   }
+  // A dict with str keys, flattened in the order given (pytree's order).
+  static ConcreteArg dict(std::vector<std::pair<std::string, ConcreteArg>> items) {
+    ConcreteArg out(TreeSpec::Kind::dict, {});
+    for (auto& [key, item] : items) {
+      out.keys_.push_back(key);
+      out.items_.push_back(std::move(item));
+    }
+    return out;
+  }
 
  private:
   friend class Tracer;
@@ -65,7 +75,8 @@ class ConcreteArg {
   bool ph_ = false;
   Value value_;  // a leaf's value (when not ph_ and kind_ is leaf)
   TreeSpec::Kind kind_ = TreeSpec::Kind::leaf;
-  std::vector<ConcreteArg> items_;  // a list's / tuple's items
+  std::vector<ConcreteArg> items_;  // a list's / tuple's / dict's items
+  std::vector<std::string> keys_;   // a dict's keys, one per item
 };
 using ConcreteArgs = std::vector<std::pair<std::string, ConcreteArg>>;
 

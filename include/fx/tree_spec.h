@@ -1,6 +1,6 @@
 #pragma once
-// fx::TreeSpec: the shape of a nested structure of lists and tuples, as
-// torch.utils._pytree's TreeSpec describes it; and PyTreeInfo, what torch.fx's
+// fx::TreeSpec: the shape of a nested structure of lists, tuples and dicts
+// (str keys, in order), as torch.utils._pytree's TreeSpec describes it; and PyTreeInfo, what torch.fx's
 // _PyTreeCodeGen keeps on a graph traced with structured concrete_args.
 //
 // A graph traced with `concrete_args={"d": fx::ConcreteArg::list({fx::PH, fx::PH})}`
@@ -22,8 +22,9 @@
 namespace fx {
 
 struct TreeSpec {
-  enum class Kind { leaf, list, tuple };
+  enum class Kind { leaf, list, tuple, dict };
   Kind kind = Kind::leaf;
+  std::vector<std::string> keys;   // a dict's (pytree's context), one per child
   std::vector<TreeSpec> children;  // empty for a leaf
 
   static TreeSpec leaf() { return {}; }

@@ -16,7 +16,7 @@ Node* Recorder::placeholder(const std::string& name, const at::Tensor& t, size_t
 }
 
 void Recorder::add_inputs(const std::vector<std::string>& names, const std::vector<c10::IValue>& inputs) {
-  PyTreeInfo info{{}, TreeSpec{TreeSpec::Kind::tuple, {}}, std::nullopt};
+  PyTreeInfo info{{}, TreeSpec{TreeSpec::Kind::tuple, {}, {}}, std::nullopt};
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& name = names[i];
     const c10::IValue& v = inputs[i];
@@ -54,9 +54,17 @@ Argument Recorder::output_argument(const c10::IValue& v, std::vector<Argument>* 
     for (const c10::IValue& e : elements) output_argument(e, leaves, &spec->children.emplace_back());
     return None;
   }
+  if (leaves && v.isGenericDict()) {
+    spec->kind = TreeSpec::Kind::dict;
+    for (const auto& item : v.toGenericDict()) {
+      if (!item.key().isString())
+        fail("the function returns a dict whose keys are not strings; FX's output dicts have string keys");
+      spec->keys.push_back(item.key().toStringRef());
+      output_argument(item.value(), leaves, &spec->children.emplace_back());
+    }
+    return None;
+  }
   if (leaves) {
-    if (v.isGenericDict())
-      fail("the function returns a dict; with list or tuple inputs it can return lists and tuples only");
     leaves->push_back(output_argument(v, nullptr, nullptr));
     return None;
   }

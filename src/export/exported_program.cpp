@@ -106,7 +106,7 @@ struct ExportedProgram::Specs {
     std::optional<size_t> user_input;
   };
   std::vector<WriteBack> write_backs;
-  detail::PyTreeSpec in_spec, out_spec;
+  TreeSpec in_spec, out_spec;
   std::string in_spec_text, out_spec_text;
 };
 

@@ -17,7 +17,7 @@ using SpecJson = nlohmann::json;
   throw LoadError(where + ": " + what);
 }
 
-PyTreeSpec node_of(const SpecJson& j, const std::string& where, int depth) {
+TreeSpec node_of(const SpecJson& j, const std::string& where, int depth) {
   // Deeper structures than this are no function's arguments; the limit keeps
   // a malformed file from recursing without end.
   if (depth > 256) spec_error(where, "nested deeper than 256 levels");
@@ -26,7 +26,7 @@ PyTreeSpec node_of(const SpecJson& j, const std::string& where, int depth) {
   auto children = j.find("children_spec");
   if (type == j.end() || children == j.end() || !children->is_array())
     spec_error(where, "expected \"type\" and \"children_spec\"");
-  PyTreeSpec s;
+  TreeSpec s;
   if (type->is_null()) {
     if (!children->empty()) spec_error(where, "a leaf with children");
     return s;
@@ -34,11 +34,11 @@ PyTreeSpec node_of(const SpecJson& j, const std::string& where, int depth) {
   if (!type->is_string()) spec_error(where + ".type", "expected a string or null");
   const std::string& t = type->get_ref<const std::string&>();
   if (t == "builtins.tuple") {
-    s.kind = PyTreeSpec::Kind::tuple;
+    s.kind = TreeSpec::Kind::tuple;
   } else if (t == "builtins.list") {
-    s.kind = PyTreeSpec::Kind::list;
+    s.kind = TreeSpec::Kind::list;
   } else if (t == "builtins.dict" || t == "collections.OrderedDict") {
-    s.kind = PyTreeSpec::Kind::dict;
+    s.kind = TreeSpec::Kind::dict;
     auto context = j.find("context");
     if (context == j.end() || !context->is_string())
       spec_error(where + ".context", "expected the dict's keys as JSON text");
@@ -52,20 +52,20 @@ PyTreeSpec node_of(const SpecJson& j, const std::string& where, int depth) {
   for (size_t i = 0; i < children->size(); ++i)
     s.children.push_back(
         node_of((*children)[i], where + ".children_spec[" + std::to_string(i) + "]", depth + 1));
-  if (s.kind == PyTreeSpec::Kind::dict && s.keys.size() != s.children.size())
+  if (s.kind == TreeSpec::Kind::dict && s.keys.size() != s.children.size())
     spec_error(where, std::to_string(s.keys.size()) + " keys for " + std::to_string(s.children.size()) +
                           " children");
   return s;
 }
 
-void flatten(const PyTreeSpec& s, const c10::IValue& v, const std::string& where,
+void flatten(const TreeSpec& s, const c10::IValue& v, const std::string& where,
              std::vector<c10::IValue>& flat) {
   switch (s.kind) {
-    case PyTreeSpec::Kind::leaf:
+    case TreeSpec::Kind::leaf:
       flat.push_back(v);
       return;
-    case PyTreeSpec::Kind::tuple:
-    case PyTreeSpec::Kind::list: {
+    case TreeSpec::Kind::tuple:
+    case TreeSpec::Kind::list: {
       std::vector<c10::IValue> items;
       if (v.isTuple())
         items = v.toTupleRef().elements().vec();
@@ -83,7 +83,7 @@ void flatten(const PyTreeSpec& s, const c10::IValue& v, const std::string& where
         flatten(s.children[i], items[i], where + "[" + std::to_string(i) + "]", flat);
       return;
     }
-    case PyTreeSpec::Kind::dict: {
+    case TreeSpec::Kind::dict: {
       if (!v.isGenericDict())
         throw Error("ExportedProgram.run: " + where + " must be a dict, got " + v.tagKind());
       const auto d = v.toGenericDict();
@@ -97,23 +97,23 @@ void flatten(const PyTreeSpec& s, const c10::IValue& v, const std::string& where
   }
 }
 
-c10::IValue rebuild(const PyTreeSpec& s, const std::vector<c10::IValue>& leaves, size_t& next) {
+c10::IValue rebuild(const TreeSpec& s, const std::vector<c10::IValue>& leaves, size_t& next) {
   switch (s.kind) {
-    case PyTreeSpec::Kind::leaf:
+    case TreeSpec::Kind::leaf:
       if (next >= leaves.size())
         throw Error("ExportedProgram.run: the program returned fewer values than its out_spec holds");
       return leaves[next++];
-    case PyTreeSpec::Kind::tuple: {
+    case TreeSpec::Kind::tuple: {
       std::vector<c10::IValue> items;
       for (const auto& c : s.children) items.push_back(rebuild(c, leaves, next));
       return c10::ivalue::Tuple::create(std::move(items));
     }
-    case PyTreeSpec::Kind::list: {
+    case TreeSpec::Kind::list: {
       c10::impl::GenericList list(c10::AnyType::get());
       for (const auto& c : s.children) list.push_back(rebuild(c, leaves, next));
       return list;
     }
-    case PyTreeSpec::Kind::dict: {
+    case TreeSpec::Kind::dict: {
       c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
       for (size_t i = 0; i < s.children.size(); ++i)
         dict.insert(s.keys[i], rebuild(s.children[i], leaves, next));
@@ -125,7 +125,7 @@ c10::IValue rebuild(const PyTreeSpec& s, const std::vector<c10::IValue>& leaves,
 
 }  // namespace
 
-PyTreeSpec parse_tree_spec(const std::string& text, const std::string& where) {
+TreeSpec parse_tree_spec(const std::string& text, const std::string& where) {
   if (text.empty()) return {};
   SpecJson j = SpecJson::parse(text, nullptr, false);
   if (j.is_discarded()) spec_error(where, "not JSON text");
@@ -136,16 +136,16 @@ PyTreeSpec parse_tree_spec(const std::string& text, const std::string& where) {
   return node_of(j[1], where, 0);
 }
 
-void flatten_inputs(const PyTreeSpec& in_spec, const std::vector<c10::IValue>& inputs,
+void flatten_inputs(const TreeSpec& in_spec, const std::vector<c10::IValue>& inputs,
                     std::vector<c10::IValue>& flat) {
-  if (in_spec.kind != PyTreeSpec::Kind::tuple || in_spec.children.size() != 2 ||
-      in_spec.children[0].kind != PyTreeSpec::Kind::tuple) {
+  if (in_spec.kind != TreeSpec::Kind::tuple || in_spec.children.size() != 2 ||
+      in_spec.children[0].kind != TreeSpec::Kind::tuple) {
     // No (args, kwargs) structure recorded: the inputs are the flat values.
     flat = inputs;
     return;
   }
-  const PyTreeSpec& args = in_spec.children[0];
-  const PyTreeSpec& kwargs = in_spec.children[1];
+  const TreeSpec& args = in_spec.children[0];
+  const TreeSpec& kwargs = in_spec.children[1];
   const size_t num_kwargs = kwargs.children.size();
   if (inputs.size() != args.children.size() + num_kwargs)
     throw Error(
@@ -160,7 +160,7 @@ void flatten_inputs(const PyTreeSpec& in_spec, const std::vector<c10::IValue>& i
             "kwargs['" + (i < kwargs.keys.size() ? kwargs.keys[i] : std::string()) + "']", flat);
 }
 
-c10::IValue unflatten_outputs(const PyTreeSpec& out_spec, const std::vector<c10::IValue>& leaves) {
+c10::IValue unflatten_outputs(const TreeSpec& out_spec, const std::vector<c10::IValue>& leaves) {
   size_t next = 0;
   c10::IValue out = rebuild(out_spec, leaves, next);
   if (next != leaves.size())

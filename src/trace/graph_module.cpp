@@ -719,12 +719,22 @@ c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
 Value GraphModule::forward(const std::vector<Value>& args) {
   if (const auto& info = graph_->pytree_info()) {
     // torch.fx's _PyTreeCodeGen: flatten the arguments, run, rebuild the output.
-    auto [flat, spec] = tree_flatten(Value::tuple(args));
-    if (spec != info->in_spec)
-      throw Error(
-          type_name() +
-          ".forward: the arguments do not have the structure of the concrete_args the graph was traced "
-          "with (lists/tuples of the same lengths)");
+    // A traced module's orig_args start with `self`; a captured function's do not.
+    const size_t first = !info->orig_args.empty() && info->orig_args[0] == "self" ? 1 : 0;
+    std::vector<Value> flat;
+    try {
+      if (args.size() > info->in_spec.children.size())
+        throw Error("takes " + std::to_string(info->in_spec.children.size()) + " argument(s) but " +
+                    std::to_string(args.size()) + " were given");
+      for (size_t i = 0; i < info->in_spec.children.size(); ++i) {
+        const std::string& name = info->orig_args.at(first + i);
+        if (i >= args.size()) throw Error("missing argument '" + name + "'");
+        auto leaves = tree_flatten_spec(args[i], info->in_spec.children[i], name);
+        flat.insert(flat.end(), leaves.begin(), leaves.end());
+      }
+    } catch (const Error& e) {
+      throw Error(type_name() + ".forward: " + e.what());
+    }
     Value out = run_flat(flat);
     if (!info->out_spec) return out;
     return tree_unflatten(out.items(), *info->out_spec);

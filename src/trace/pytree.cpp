@@ -1,22 +1,22 @@
 #include <fx/pytree.h>
+#include <fx/runtime.h>
 
+#include <algorithm>
 #include <string>
 
 namespace fx {
 
 namespace {
 void flatten_into(const Value& v, std::vector<Value>& leaves, TreeSpec& spec) {
-  if (v.is_dict())
-    throw TraceError(
-        "a dict inside a structured input or output (concrete_args with structures) is not supported: "
-        "fx::TreeSpec holds lists and tuples. Return the dict from a module traced without structured "
-        "concrete_args, or pass a list or tuple");
-  if (!v.is_list() && !v.is_tuple()) {
+  if (!v.is_list() && !v.is_tuple() && !v.is_dict()) {
     spec = TreeSpec::leaf();
     leaves.push_back(v);
     return;
   }
-  spec.kind = v.is_list() ? TreeSpec::Kind::list : TreeSpec::Kind::tuple;
+  spec.kind = v.is_list()    ? TreeSpec::Kind::list
+              : v.is_tuple() ? TreeSpec::Kind::tuple
+                             : TreeSpec::Kind::dict;
+  if (v.is_dict()) spec.keys = v.keys();  // pytree's dict context: the keys in order
   std::vector<Value> items = v.items();
   spec.children.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) flatten_into(items[i], leaves, spec.children[i]);
@@ -27,9 +27,59 @@ Value unflatten_from(const std::vector<Value>& leaves, size_t& next, const TreeS
   std::vector<Value> items;
   items.reserve(spec.children.size());
   for (const auto& child : spec.children) items.push_back(unflatten_from(leaves, next, child));
-  return spec.kind == TreeSpec::Kind::list ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+  switch (spec.kind) {
+    case TreeSpec::Kind::list:
+      return Value::list(std::move(items));
+    case TreeSpec::Kind::dict: {
+      std::vector<std::pair<std::string, Value>> entries;
+      entries.reserve(items.size());
+      for (size_t i = 0; i < items.size(); ++i) entries.emplace_back(spec.keys[i], std::move(items[i]));
+      return Value::dict(std::move(entries));
+    }
+    default:
+      return Value::tuple(std::move(items));
+  }
 }
+// fx._pytree.tree_flatten_spec: each child taken from `v` as the spec says,
+// a list's or tuple's by index and a dict's by key, so that a dict with the
+// same keys in another order, or with more keys, flattens as Python's does.
+void flatten_spec_into(const Value& v, const TreeSpec& spec, const std::string& where,
+                       std::vector<Value>& leaves) {
+  if (spec.is_leaf()) {
+    leaves.push_back(v);
+    return;
+  }
+  const bool is_dict = spec.kind == TreeSpec::Kind::dict;
+  if (is_dict ? !v.is_dict() : !(v.is_list() || v.is_tuple()))
+    throw Error(where + " must be a " + (is_dict ? "dict" : "list or tuple") +
+                " (the structure the graph was "
+                "traced with), got " +
+                (v.has_proxy() ? std::string("a symbolic value") : python_type_name(v.ivalue())));
+  const std::vector<Value> items = v.items();
+  const std::vector<std::string> keys = is_dict ? v.keys() : std::vector<std::string>();
+  for (size_t i = 0; i < spec.children.size(); ++i) {
+    if (is_dict) {
+      const auto k = std::find(keys.begin(), keys.end(), spec.keys[i]);
+      if (k == keys.end()) throw Error(where + " has no key '" + spec.keys[i] + "' (KeyError)");
+      flatten_spec_into(items[static_cast<size_t>(k - keys.begin())], spec.children[i],
+                        where + "['" + spec.keys[i] + "']", leaves);
+    } else {
+      if (i >= items.size())
+        throw Error(where + " holds " + std::to_string(items.size()) + " item(s) where the graph reads " +
+                    std::to_string(spec.children.size()) + " (IndexError)");
+      flatten_spec_into(items[i], spec.children[i], where + "[" + std::to_string(i) + "]", leaves);
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<Value> tree_flatten_spec(const Value& tree, const TreeSpec& spec, const std::string& name) {
+  std::vector<Value> leaves;
+  leaves.reserve(spec.num_leaves());
+  flatten_spec_into(tree, spec, name, leaves);
+  return leaves;
+}
 
 std::pair<std::vector<Value>, TreeSpec> tree_flatten(const Value& tree) {
   std::pair<std::vector<Value>, TreeSpec> out;

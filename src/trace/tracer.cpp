@@ -62,7 +62,7 @@ std::unique_ptr<Graph> Tracer::trace(Module& root, const ConcreteArgs& concrete_
 
   CurrentTracer scope(this);
   std::vector<Value> args;
-  PyTreeInfo pytree{{"self"}, TreeSpec{TreeSpec::Kind::tuple, {}}, std::nullopt};
+  PyTreeInfo pytree{{"self"}, TreeSpec{TreeSpec::Kind::tuple, {}, {}}, std::nullopt};
   bool structured = false;
   for (const auto& p : params) {
     pytree.orig_args.push_back(p.name);
@@ -118,17 +118,28 @@ void Tracer::index_tensors() {
 // in concrete_args: one placeholder per leaf, named `<param>_<count>`.
 Value Tracer::concrete_placeholder(const Module::Param& param, const ConcreteArg& arg, int& count,
                                    TreeSpec& spec) {
-  if (arg.kind_ != TreeSpec::Kind::leaf || (!arg.ph_ && (arg.value_.is_list() || arg.value_.is_tuple()))) {
+  const Value& given = arg.value_;
+  if (arg.kind_ != TreeSpec::Kind::leaf ||
+      (!arg.ph_ && (given.is_list() || given.is_tuple() || given.is_dict()))) {
     std::vector<ConcreteArg> items = arg.items_;
     spec.kind = arg.kind_;
+    spec.keys = arg.keys_;
     if (arg.kind_ == TreeSpec::Kind::leaf) {
-      spec.kind = arg.value_.is_list() ? TreeSpec::Kind::list : TreeSpec::Kind::tuple;
-      for (const Value& v : arg.value_.items()) items.emplace_back(v);
+      spec.kind = given.is_list()    ? TreeSpec::Kind::list
+                  : given.is_tuple() ? TreeSpec::Kind::tuple
+                                     : TreeSpec::Kind::dict;
+      if (spec.kind == TreeSpec::Kind::dict) spec.keys = given.keys();
+      for (const Value& v : given.items()) items.emplace_back(v);
     }
     std::vector<Value> values;
     spec.children.resize(items.size());
     for (size_t i = 0; i < items.size(); ++i)
       values.push_back(concrete_placeholder(param, items[i], count, spec.children[i]));
+    if (spec.kind == TreeSpec::Kind::dict) {
+      std::vector<std::pair<std::string, Value>> entries;
+      for (size_t i = 0; i < values.size(); ++i) entries.emplace_back(spec.keys[i], std::move(values[i]));
+      return Value::dict(std::move(entries));
+    }
     return spec.kind == TreeSpec::Kind::list ? Value::list(std::move(values))
                                              : Value::tuple(std::move(values));
   }

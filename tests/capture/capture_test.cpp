@@ -375,6 +375,27 @@ TEST(Capture, StructuredInputsKeepTheirStructure) {
   EXPECT_TRUE(torch::allclose(out.items()[0].ivalue().toTensor(), a * b));
 }
 
+TEST(Capture, StructuredInputsCanReturnADict) {
+  auto f = [](const Inputs& in) -> c10::IValue {
+    auto xs = in[0].toTensorList();
+    c10::impl::GenericDict out(c10::StringType::get(), c10::AnyType::get());
+    out.insert("prod", xs.get(0) * xs.get(1));
+    out.insert("pair", c10::ivalue::Tuple::create({xs.get(1), xs.get(0) + 1}));
+    return out;
+  };
+  auto a = torch::randn({2}), b = torch::randn({2});
+  auto gm = fx::capture(f, {c10::List<at::Tensor>({a, b})},
+                        with([](fx::CaptureOptions& o) { o.input_names = {"xs"}; }));
+  EXPECT_NE(gm->code().find("return pytree.tree_unflatten([mul, xs_2, add], self._out_spec)"),
+            std::string::npos)
+      << gm->code();
+  fx::Value out = gm->forward({fx::Value::list({a, b})});
+  ASSERT_TRUE(out.is_dict());
+  EXPECT_EQ(out.keys(), (std::vector<std::string>{"prod", "pair"}));
+  EXPECT_TRUE(torch::allclose(out["prod"].tensor(), a * b));
+  EXPECT_TRUE(torch::allclose(out["pair"][1].tensor(), a + 1));
+}
+
 // A training step of Net on `device`: the graph holds the backward's
 // operators and gives the loss and gradients eager backward gives. (On CUDA
 // the engine runs the backward on its device thread.)

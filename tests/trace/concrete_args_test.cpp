@@ -37,6 +37,16 @@ struct Paired : fx::Module {
   }
 };
 
+// models.py: Routed
+struct Routed : fx::Module {
+  Routed() : fx::Module("Routed", {"x", "feats"}) {}
+  Value forward(const std::vector<Value>& in) override {
+    const Value& x = in[0];
+    const Value& feats = in[1];
+    return Value::dict({{"sum", x + feats["a"]}, {"parts", Value::list({feats["b"] * x, feats["a"]})}});
+  }
+};
+
 std::unique_ptr<fx::GraphModule> expect_same_trace(fx::Module& m, const std::string& name,
                                                    const fx::ConcreteArgs& concrete_args) {
   auto gm = fx::symbolic_trace(m, concrete_args);
@@ -99,6 +109,50 @@ TEST(ConcreteArgs, StructuresAreFlattenedIntoPlaceholders) {
   // Arguments of another structure are refused with a message, not misread.
   EXPECT_THROW((*gm)(x, false, Value::list({a})), fx::Error);
   EXPECT_THROW((*gm)(x, false, a), fx::Error);
+}
+
+TEST(ConcreteArgs, DictsAreFlattenedInTheirKeysOrder) {
+  if (expected().is_null()) GTEST_SKIP() << "the torch.fx oracle did not run";
+  Routed m;
+  // feats_1 is b, feats_2 is a: the order of the keys given, as pytree's.
+  auto gm = expect_same_trace(m, "routed_dict", {{"feats", fx::ConcreteArg::dict({{"b", fx::PH}, {"a", fx::PH}})}});
+  const auto& info = gm->graph().pytree_info();
+  ASSERT_TRUE(info && info->out_spec);
+  EXPECT_EQ(info->out_spec->kind, fx::TreeSpec::Kind::dict);
+  EXPECT_EQ(info->out_spec->keys, (std::vector<std::string>{"sum", "parts"}));
+
+  at::Tensor x = torch::randn({2, 3}), a = torch::randn({2, 3}), b = torch::randn({2, 3});
+  // The dict's values are read by key (tree_flatten_spec): another order, or
+  // one more key, reads the same values.
+  for (const Value& feats : {Value::dict({{"b", b}, {"a", a}}), Value::dict({{"a", a}, {"c", x}, {"b", b}})}) {
+    Value out = (*gm)(x, feats);
+    ASSERT_TRUE(out.is_dict());
+    EXPECT_EQ(out.keys(), (std::vector<std::string>{"sum", "parts"}));
+    EXPECT_TRUE(out["sum"].tensor().equal(x + a));
+    EXPECT_TRUE(out["parts"][0].tensor().equal(b * x));
+    EXPECT_TRUE(out["parts"][1].tensor().equal(a));
+  }
+  // A missing key, or a list for the dict, is an error that names the argument.
+  for (const Value& feats : {Value::dict({{"a", a}}), Value::list({a, b})}) {
+    try {
+      (*gm)(x, feats);
+      FAIL() << "no error";
+    } catch (const fx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Routed.forward: feats"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ConcreteArgs, ValueDictsAreStructuresToo) {
+  Routed m;
+  auto gm = fx::symbolic_trace(m, {{"feats", Value::dict({{"a", 2.0}, {"b", 3.0}})}});
+  // Two specialized leaves: two asserts, and the values as constants.
+  EXPECT_EQ(gm->graph().find_nodes(fx::Op::call_function, fx::Target("torch._assert")).size(), 2u);
+  at::Tensor x = torch::randn({2});
+  Value out = (*gm)(x, Value::dict({{"a", 2.0}, {"b", 3.0}}));
+  EXPECT_TRUE(out["sum"].tensor().equal(x + 2.0));
+  EXPECT_TRUE(out["parts"][0].tensor().equal(3.0 * x));
+  EXPECT_THROW((*gm)(x, Value::dict({{"a", 2.0}, {"b", 4.0}})), fx::Error);
 }
 
 TEST(ConcreteArgs, ValueListsAreStructuresToo) {

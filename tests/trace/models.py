@@ -184,6 +184,11 @@ class Paired(nn.Module):  # concrete_args with structures: the graph takes their
         return (x + pair[0], [x * pair[1], x])
 
 
+class Routed(nn.Module):  # concrete_args with a dict: its values read by key, a dict returned
+    def forward(self, x, feats):
+        return {'sum': x + feats['a'], 'parts': [feats['b'] * x, feats['a']]}
+
+
 # name -> the concrete_args Tracer.trace gets for that model. (torch.fx, 1.13
 # and 2.14 alike, cannot compile the code of a structured trace of a forward
 # with defaults: its flattening statement repeats them, so Paired has none.)
@@ -192,6 +197,7 @@ CONCRETE_ARGS = {
     'specialized_float': {'flag': True, 'n': 2.5},
     'paired_ph': {'flag': False, 'pair': [torch.fx.PH, torch.fx.PH]},
     'paired_mixed': {'flag': True, 'pair': (torch.fx.PH, 2.0)},
+    'routed_dict': {'feats': {'b': torch.fx.PH, 'a': torch.fx.PH}},
 }
 
 
@@ -231,6 +237,7 @@ MODELS = {
     'specialized_float': (Specialized, None),
     'paired_ph': (Paired, None),
     'paired_mixed': (Paired, None),
+    'routed_dict': (Routed, None),
 }
 
 
