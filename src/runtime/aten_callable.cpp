@@ -50,8 +50,6 @@ void append_key(std::string& key, const c10::IValue& v) {
   }
 }
 
-bool is_int_like(const c10::IValue& v) { return v.isInt(); }
-
 bool is_int_list_type(const c10::TypePtr& t) {
   const c10::Type* u = t.get();
   if (u->kind() == c10::TypeKind::OptionalType) u = u->castRaw<c10::OptionalType>()->getElementType().get();
@@ -60,27 +58,49 @@ bool is_int_list_type(const c10::TypePtr& t) {
   return k == c10::TypeKind::IntType || k == c10::TypeKind::SymIntType;
 }
 
+// How loosely an argument may fit, tried in this order so that an exact fit
+// wins: as it is; a number where a Tensor is expected; and a 0-dim tensor
+// where a number is expected (Python's parser takes one that needs no grad,
+// an integral one for an int: `x.expand(n)` with n a tensor).
+enum Looseness { exact = 0, numbers_as_tensors = 1, tensors_as_numbers = 2, kLooseness = 3 };
+
+// A 0-dim tensor read as an int (integral, not bool) or a float; nullopt
+// for any other value.
+std::optional<c10::IValue> tensor_as_number(const c10::IValue& v, bool integral) {
+  if (!v.isTensor()) return std::nullopt;
+  const at::Tensor& t = v.toTensor();
+  if (t.dim() != 0 || t.requires_grad()) return std::nullopt;
+  if (integral) {
+    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) return std::nullopt;
+    return t.item<int64_t>();
+  }
+  if (t.is_complex()) return std::nullopt;
+  return t.item<double>();
+}
+
 // Converts `v` to the schema type `t` (with fixed list size N), the way
 // Python's argument parser accepts it. nullopt when it does not fit.
 std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, const c10::IValue& v,
-                               bool wrap) {
+                               int loose) {
   switch (t->kind()) {
     case c10::TypeKind::AnyType:
       return v;
     case c10::TypeKind::TensorType:
       if (v.isTensor()) return v;
-      if (wrap && is_number(v)) return wrapped_scalar(v);
+      if (loose >= numbers_as_tensors && is_number(v)) return wrapped_scalar(v);
       return std::nullopt;
     case c10::TypeKind::OptionalType:
       if (v.isNone()) return v;
-      return fit(t->castRaw<c10::OptionalType>()->getElementType(), N, v, wrap);
+      return fit(t->castRaw<c10::OptionalType>()->getElementType(), N, v, loose);
     case c10::TypeKind::IntType:
     case c10::TypeKind::SymIntType:
       if (v.isInt()) return v;
+      if (loose >= tensors_as_numbers) return tensor_as_number(v, true);
       return std::nullopt;
     case c10::TypeKind::FloatType:
       if (v.isDouble()) return v;
       if (v.isInt()) return static_cast<double>(v.toInt());
+      if (loose >= tensors_as_numbers) return tensor_as_number(v, false);
       return std::nullopt;
     case c10::TypeKind::ComplexType:
       if (v.isComplexDouble()) return v;
@@ -91,6 +111,9 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
       return std::nullopt;
     case c10::TypeKind::NumberType:
       if (is_number(v) || v.isComplexDouble()) return v;
+      if (loose >= tensors_as_numbers && v.isTensor() && v.toTensor().dim() == 0 &&
+          !v.toTensor().requires_grad())
+        return v.toTensor().item();
       return std::nullopt;
     case c10::TypeKind::StringType:
       if (v.isString()) return v;
@@ -117,8 +140,11 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
           if (!seq) return std::nullopt;
           c10::List<int64_t> l;
           for (const auto& e : sequence_items(v)) {
-            if (!e.isInt()) return std::nullopt;
-            l.push_back(e.toInt());
+            auto i = e.isInt()                     ? std::optional(e)
+                     : loose >= tensors_as_numbers ? tensor_as_number(e, true)
+                                                   : std::nullopt;
+            if (!i) return std::nullopt;
+            l.push_back(i->toInt());
           }
           return l;
         }
@@ -175,7 +201,7 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
       if (!seq) return std::nullopt;
       c10::impl::GenericList l(elem);
       for (const auto& e : sequence_items(v)) {
-        auto f = fit(elem, c10::nullopt, e, wrap);
+        auto f = fit(elem, c10::nullopt, e, loose);
         if (!f) return std::nullopt;
         l.push_back(std::move(*f));
       }
@@ -328,15 +354,16 @@ class AtenCallable final : public Callable {
     }
     torch::jit::Stack stack;
     if (choice >= 0) {
-      if (!bind_schema(ops_[static_cast<size_t>(choice / 2)].schema(), args, kwargs, choice % 2 == 1, &stack))
+      if (!bind_schema(ops_[static_cast<size_t>(choice / kLooseness)].schema(), args, kwargs,
+                       choice % kLooseness, &stack))
         choice = -1;  // cannot happen for equal keys; rematch to be safe
     }
     if (choice < 0) {
-      for (int wrap = 0; wrap < 2 && choice < 0; ++wrap) {
+      for (int loose = exact; loose < kLooseness && choice < 0; ++loose) {
         for (size_t i = 0; i < ops_.size(); ++i) {
           stack.clear();
-          if (bind_schema(ops_[i].schema(), args, kwargs, wrap == 1, &stack)) {
-            choice = static_cast<int>(i) * 2 + wrap;
+          if (bind_schema(ops_[i].schema(), args, kwargs, loose, &stack)) {
+            choice = static_cast<int>(i) * kLooseness + loose;
             break;
           }
         }
@@ -345,7 +372,7 @@ class AtenCallable final : public Callable {
       std::unique_lock lock(mu_);
       cache_.emplace(std::move(key), choice);
     }
-    const c10::OperatorHandle& op = ops_[static_cast<size_t>(choice / 2)];
+    const c10::OperatorHandle& op = ops_[static_cast<size_t>(choice / kLooseness)];
     try {
       op.callBoxed(stack);
     } catch (const c10::Error& e) {
@@ -366,7 +393,7 @@ class AtenCallable final : public Callable {
     }
     if (stack.empty()) return c10::IValue();
     if (stack.size() == 1) return std::move(stack[0]);
-    if (const auto& t = return_types_[static_cast<size_t>(choice / 2)])
+    if (const auto& t = return_types_[static_cast<size_t>(choice / kLooseness)])
       return c10::ivalue::Tuple::createNamed(std::move(stack), t);
     return c10::ivalue::Tuple::create(std::move(stack));
   }
@@ -382,7 +409,7 @@ class AtenCallable final : public Callable {
     const c10::OperatorHandle* chosen = nullptr;
     for (const auto& op : ops_) {
       stack.clear();
-      if (bind_schema(op.schema(), sample, {}, false, &stack)) {
+      if (bind_schema(op.schema(), sample, {}, exact, &stack)) {
         chosen = &op;
         break;
       }
@@ -434,7 +461,7 @@ class AtenCallable final : public Callable {
 
  private:
   bool bind_schema(const c10::FunctionSchema& s, const std::vector<c10::IValue>& args,
-                   const IValueKwargs& kwargs, bool wrap, torch::jit::Stack* out) const {
+                   const IValueKwargs& kwargs, int loose, torch::jit::Stack* out) const {
     const auto& params = s.arguments();
     size_t npos = 0;
     while (npos < params.size() && !params[npos].kwarg_only()) ++npos;
@@ -444,18 +471,23 @@ class AtenCallable final : public Callable {
     const size_t self_off = method_ ? 1 : 0;
     const std::vector<c10::IValue>* pos = &args;
     std::vector<c10::IValue> packed;
+    auto as_int = [&](const c10::IValue& v) -> std::optional<c10::IValue> {
+      if (v.isInt()) return v;
+      return loose >= tensors_as_numbers ? tensor_as_number(v, true) : std::nullopt;
+    };
     if (varargs_ && npos == self_off + 1 && args.size() > self_off &&
         is_int_list_type(params[self_off].type()) &&
-        std::all_of(args.begin() + static_cast<std::ptrdiff_t>(self_off), args.end(), is_int_like)) {
+        std::all_of(args.begin() + static_cast<std::ptrdiff_t>(self_off), args.end(),
+                    [&](const c10::IValue& v) { return as_int(v).has_value(); })) {
       c10::List<int64_t> l;
-      for (size_t i = self_off; i < args.size(); ++i) l.push_back(args[i].toInt());
+      for (size_t i = self_off; i < args.size(); ++i) l.push_back(as_int(args[i])->toInt());
       packed.assign(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(self_off));
       packed.emplace_back(std::move(l));
       pos = &packed;
     }
     if (pos->size() > npos) return false;
     for (size_t i = 0; i < pos->size(); ++i) {
-      auto f = fit(params[i].type(), params[i].N(), (*pos)[i], wrap);
+      auto f = fit(params[i].type(), params[i].N(), (*pos)[i], loose);
       if (!f) return false;
       slots[i] = std::move(*f);
     }
@@ -467,7 +499,7 @@ class AtenCallable final : public Callable {
       }
       if (i == params.size() || slots[i]) return false;
       if (method_ && i == 0) return false;
-      auto f = fit(params[i].type(), params[i].N(), v, wrap);
+      auto f = fit(params[i].type(), params[i].N(), v, loose);
       if (!f) return false;
       slots[i] = std::move(*f);
     }

@@ -430,6 +430,24 @@ c10::IValue binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
     return make_sequence_like(a, std::move(out));
   }
   if (o.op == Op::mul && (is_sequence(b) || b.isString()) && (a.isInt() || a.isBool())) return binop(o, b, a);
+  if (is_comparison(o.op) && ((a.isTuple() && b.isTuple()) || (a.isList() && b.isList()))) {
+    // Python's lexicographic order: the first items that differ decide (their
+    // own comparison's result, as CPython returns it), else the lengths.
+    const auto x = sequence_items(a), y = sequence_items(b);
+    size_t i = 0;
+    while (i < x.size() && i < y.size() && py_equal(x[i], y[i])) ++i;
+    if (i < x.size() && i < y.size()) return binop(o, x[i], y[i]);
+    switch (o.op) {
+      case Op::lt:
+        return x.size() < y.size();
+      case Op::le:
+        return x.size() <= y.size();
+      case Op::gt:
+        return x.size() > y.size();
+      default:
+        return x.size() >= y.size();
+    }
+  }
   if (is_comparison(o.op) && a.isString() && b.isString()) {
     int c = a.toStringRef().compare(b.toStringRef());
     switch (o.op) {

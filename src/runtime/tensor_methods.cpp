@@ -168,13 +168,29 @@ void register_tensor_methods(Adapters& ad) {
       return to_tensor(fn, a[0]).to(type, false, false, static_cast<c10::MemoryFormat>(to_int(fn, a[1])));
     });
   }
-  // Tensor.type(dtype): the dtype form only (strings like 'torch.FloatTensor' are not supported).
+  // Tensor.type(dtype=None, non_blocking=False): with no dtype, the legacy
+  // type name ('torch.FloatTensor', 'torch.cuda.LongTensor'); with a dtype or
+  // such a name, the tensor converted to it (itself when it already is).
   ad.method("type", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-    auto a = bind("Tensor.type", {req("self"), opt("dtype", c10::IValue()), opt("non_blocking", false)}, args,
-                  kwargs);
-    at::Tensor t = to_tensor("Tensor.type", a[0]);
-    if (a[1].isNone()) throw Error("Tensor.type(): the type-string form is not supported by fxcpp's runtime");
-    return t.to(static_cast<c10::ScalarType>(to_int("Tensor.type", a[1])));
+    const std::string fn = "Tensor.type";
+    auto a = bind(fn, {req("self"), opt("dtype", c10::IValue()), opt("non_blocking", false)}, args, kwargs);
+    at::Tensor t = to_tensor(fn, a[0]);
+    const bool non_blocking = to_bool(fn, a[2]);
+    auto legacy_name = [](c10::ScalarType type, bool cuda) {
+      return std::string("torch.") + (cuda ? "cuda." : "") + c10::toString(type) + "Tensor";
+    };
+    if (a[1].isNone()) return legacy_name(t.scalar_type(), t.is_cuda());
+    if (!a[1].isString()) return t.to(static_cast<c10::ScalarType>(to_int(fn, a[1])), non_blocking);
+    const std::string& name = a[1].toStringRef();
+    for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
+      const auto type = static_cast<c10::ScalarType>(i);
+      for (bool cuda : {false, true}) {
+        if (name != legacy_name(type, cuda)) continue;
+        if (type == t.scalar_type() && cuda == t.is_cuda()) return t;
+        return t.to(cuda ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU), type, non_blocking);
+      }
+    }
+    throw Error(fn + "(): invalid type: '" + name + "'");
   });
 }
 

@@ -128,6 +128,75 @@ void register_torch_functions(Adapters& ad) {
     a.insert(a.begin() + 4, c10::IValue());  // out
     return norm("Tensor.norm", a);
   });
+  // torch.unique(input, sorted=True, return_inverse=False, return_counts=False,
+  // dim=None) and unique_consecutive(input, return_inverse, return_counts,
+  // dim): the boolean dispatch in torch/functional.py returns the output
+  // alone, or a tuple with the inverse indices and/or the counts asked for.
+  auto unique_result = [](const std::tuple<at::Tensor, at::Tensor, at::Tensor>& r, bool inverse,
+                          bool counts) -> c10::IValue {
+    const auto& [output, inverse_indices, counts_of] = r;
+    if (!inverse && !counts) return output;
+    std::vector<c10::IValue> items{output};
+    if (inverse) items.emplace_back(inverse_indices);
+    if (counts) items.emplace_back(counts_of);
+    return c10::ivalue::Tuple::create(std::move(items));
+  };
+  for (const char* name : {"torch.unique", "torch.functional.unique"}) {
+    ad.function(name,
+                [name, unique_result](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+                  auto a = bind(name,
+                                {req("input"), opt("sorted", true), opt("return_inverse", false),
+                                 opt("return_counts", false), opt("dim", c10::IValue())},
+                                args, kwargs);
+                  const at::Tensor input = to_tensor(name, a[0]);
+                  const bool sorted = to_bool(name, a[1]), inverse = to_bool(name, a[2]),
+                             counts = to_bool(name, a[3]);
+                  if (a[4].isNone())
+                    return unique_result(at::_unique2(input, sorted, inverse, counts), inverse, counts);
+                  return unique_result(at::unique_dim(input, to_int(name, a[4]), sorted, inverse, counts),
+                                       inverse, counts);
+                });
+  }
+  for (const char* name : {"torch.unique_consecutive", "torch.functional.unique_consecutive"}) {
+    ad.function(
+        name, [name, unique_result](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+          auto a = bind(name,
+                        {req("input"), opt("return_inverse", false), opt("return_counts", false),
+                         opt("dim", c10::IValue())},
+                        args, kwargs);
+          const bool inverse = to_bool(name, a[1]), counts = to_bool(name, a[2]);
+          const auto dim = a[3].isNone() ? std::optional<int64_t>() : std::optional(to_int(name, a[3]));
+          return unique_result(at::unique_consecutive(to_tensor(name, a[0]), inverse, counts, dim), inverse,
+                               counts);
+        });
+  }
+  // torch.stft: torch/functional.py pads a centered signal, then calls
+  // ATen's stft; ATen's stft.center overload does both, in the same way.
+  for (const char* name : {"torch.stft", "torch.functional.stft"}) {
+    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+      auto a = bind(
+          name,
+          {req("input"), req("n_fft"), opt("hop_length", c10::IValue()), opt("win_length", c10::IValue()),
+           opt("window", c10::IValue()), opt("center", true), opt("pad_mode", std::string("reflect")),
+           opt("normalized", false), opt("onesided", c10::IValue()), opt("return_complex", c10::IValue()),
+           opt("align_to_window", c10::IValue())},
+          args, kwargs);
+      auto optional_int = [&](const c10::IValue& v) {
+        return v.isNone() ? std::optional<int64_t>() : std::optional(to_int(name, v));
+      };
+      auto optional_bool = [&](const c10::IValue& v) {
+        return v.isNone() ? std::optional<bool>() : std::optional(to_bool(name, v));
+      };
+      const bool center = to_bool(name, a[5]);
+      if (center && !a[10].isNone())
+        throw Error(std::string(name) + ": stft align_to_window should only be set when center = false");
+      const std::optional<at::Tensor> window =
+          a[4].isNone() ? std::optional<at::Tensor>() : std::optional(to_tensor(name, a[4]));
+      return at::stft(to_tensor(name, a[0]), to_int(name, a[1]), optional_int(a[2]), optional_int(a[3]),
+                      window, center, to_str(name, a[6]), to_bool(name, a[7]), optional_bool(a[8]),
+                      optional_bool(a[9]), optional_bool(a[10]));
+    });
+  }
   // torch.tensordot(a, b, dims=2, out=None): an int n contracts a's last n
   // dims with b's first n; a pair of lists names them.
   for (const char* name : {"torch.tensordot", "torch.functional.tensordot"}) {
