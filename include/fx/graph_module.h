@@ -7,9 +7,9 @@
 // Python code, and an executor compiled from the graph. Edit graph(), then
 // recompile(): the code and the behaviour follow.
 //
-// forward on concrete values runs the compiled plan (every target resolved
-// to its LibTorch callable once, at recompile; values freed after their last
-// use). forward on symbolic values (tracing a GraphModule) replays the graph
+// forward on concrete values runs the execution plan recompile() builds
+// (every target resolved to its LibTorch callable once; values freed after
+// their last use). forward on symbolic values (tracing a GraphModule) replays the graph
 // into the tracer, so retracing gives the same graph.
 
 #include <fx/graph.h>
@@ -25,6 +25,10 @@
 #include <vector>
 
 namespace fx {
+
+namespace runtime {
+class ExecutionPlan;  // src/runtime/execution_plan.h
+}
 
 class GraphModule : public Module, public OwningModule {
  public:
@@ -127,7 +131,6 @@ class GraphModule : public Module, public OwningModule {
   Impurity module_impurity(const Target& target) const override;
 
  private:
-  struct Plan;
   // forward on the graph's own (flat) inputs.
   Value run_flat(const std::vector<Value>& args);
   struct RootIndex;
@@ -137,7 +140,7 @@ class GraphModule : public Module, public OwningModule {
 
   std::unique_ptr<Graph> graph_;
   std::string code_;
-  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<runtime::ExecutionPlan> plan_;
   // The module a call_module target names, remembered while the
   // constructor and recompile() run: the constructor places every target,
   // then lint and the plan look each one up, three walks through LibTorch's

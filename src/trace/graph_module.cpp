@@ -1,4 +1,5 @@
-// GraphModule: attributes copied from the root, code, and the compiled plan.
+// GraphModule: attributes copied from the root, code, and the execution plan
+// (runtime/execution_plan.h) that forward runs.
 #include <fx/graph_module.h>
 #include <fx/interpreter.h>
 #include <fx/nn/dropout.h>
@@ -6,14 +7,12 @@
 #include <fx/tracer.h>
 
 #include "../ir/flat_map.h"
-#include "../ir/index_set.h"
 #include "../ir/repr.h"
-#include "../ir/visit.h"
+#include "../runtime/execution_plan.h"
 #include "../runtime/module_ivalue.h"
 #include "module_dicts.h"
 
 #include <algorithm>
-#include <span>
 #include <sstream>
 #include <unordered_set>
 
@@ -63,59 +62,6 @@ std::optional<at::Tensor> tensor_of(const torch::nn::Module& m, const std::strin
 }
 
 }  // namespace
-
-// ---- the compiled plan -------------------------------------------------------
-
-// An argument of a step: a slot, a precomputed constant, or a container
-// holding slots (built at run time).
-struct ArgSource {
-  int slot = -1;
-  // >= 0: a container holding nodes, the plan's nested[i] (a copy: the plan
-  // must not depend on later graph edits).
-  int nested = -1;
-  c10::IValue constant;
-};
-
-// A range of one of the plan's flat arrays.
-struct Span {
-  uint32_t begin = 0, end = 0;
-  template <class T>
-  std::span<const T> of(const std::vector<T>& all) const {
-    return std::span<const T>(all.data() + begin, end - begin);
-  }
-};
-
-// The plan keeps every step's arguments, slots and dead values in a few flat
-// arrays: a graph of 100k nodes compiles without 100k small allocations each.
-struct GraphModule::Plan {
-  struct Step {
-    const Node* node = nullptr;
-    std::shared_ptr<const Callable> fn;  // call_function / call_method
-    std::shared_ptr<Module> module;      // call_module (kept alive: delete_submodule)
-    // fn's call specialized to this step's arguments (tried first; nullptr:
-    // none, see Callable::specialize); site_slots holds those arguments' slots.
-    std::shared_ptr<const SpecializedCall> fast;
-    Span args, kwargs, site_slots, dead;  // dead: the slots to free after this step
-    int out = -1;
-  };
-  std::vector<int> inputs;  // slots of the placeholders
-  std::vector<std::optional<c10::IValue>> defaults;
-  std::vector<std::string> input_names;
-  std::vector<Step> steps;
-  std::vector<ArgSource> args;
-  std::vector<std::pair<std::string, ArgSource>> kwargs;
-  std::vector<int> site_slots, dead;
-  std::vector<Argument> nested;
-  ArgSource output;
-  size_t num_slots = 0;
-  detail::PointerIndexMap slot_of;  // the nodes inside nested arguments
-
-  int slot(const Node* n) const {  // of a node inside a nested argument
-    const auto s = slot_of.find(n);
-    if (!s) throw Error("GraphModule: node " + detail::quoted(n) + " is not in the compiled graph");
-    return static_cast<int>(*s);
-  }
-};
 
 // What copying a root's attributes looks up. The root's modules and tensors
 // are found by walking the path, as FX's _copy_attr does with getattr, so
@@ -537,183 +483,33 @@ void GraphModule::recompile() {
   const auto dies_at = graph_->last_uses(order);  // to free values early
   code_ = graph_->python_code("self", order, dies_at).src;
 
-  auto plan = std::make_unique<Plan>();
-  plan->num_slots = order.size();
-  // Room for the usual graph (mostly binary ops) without growing: growth
-  // copies, and in this VM every fresh page costs ~12 us.
-  plan->steps.reserve(order.size());
-  plan->args.reserve(2 * order.size());
-  plan->site_slots.reserve(2 * order.size());
-  plan->dead.reserve(order.size());  // a value dies once
-  const auto position = graph_->positions(order);
-  // A node's slot is its position; only the nodes inside nested arguments
-  // (lists, dicts), read by slot at run time, are kept in slot_of.
-  auto slot = [&](const Node* n) {
-    const auto p = position.of(n);
-    if (!p) throw Error("GraphModule: node " + detail::quoted(n) + " is not in the compiled graph");
-    return static_cast<int>(*p);
+  runtime::ExecutionPlan::Lookup lookup;
+  lookup.attribute = [this](const Node& n) -> c10::IValue {
+    // A whole submodule (cond's branches) is a value too.
+    const std::string& path = n.target().str();
+    auto* sub = has_submodule(path) ? dynamic_cast<Module*>(get_submodule(path)) : nullptr;
+    if (sub) return runtime::module_ivalue(std::shared_ptr<Module>(sub->shared_from_this(), sub));
+    return get_tensor(path);
   };
-  auto source = [&](const Argument& a) {
-    ArgSource s;
-    if (Node* n = a.node()) {
-      s.slot = slot(n);
-    } else {
-      bool has_node = false;
-      detail::visit_nodes(a, [&](Node* inner) {
-        has_node = true;
-        plan->slot_of.set(inner, static_cast<uint32_t>(slot(inner)));
-      });
-      if (has_node) {
-        s.nested = static_cast<int>(plan->nested.size());
-        plan->nested.push_back(a);
-      } else {
-        s.constant = to_ivalue(a);
-      }
-    }
-    return s;
+  lookup.module = [this](const Node& n) {
+    torch::nn::Module* found = target_module(n.target());
+    auto* fm = dynamic_cast<Module*>(found);
+    if (!fm) throw Error("call_module target '" + n.target().str() + "' is not an fx::Module");
+    // A submodule is held by a shared_ptr (its parent's dict): share that ownership.
+    return std::shared_ptr<Module>(found->shared_from_this(), fm);
   };
-  auto end_of = [](const auto& all) { return static_cast<uint32_t>(all.size()); };
-  // Each target resolved once (the runtime's registry locks and hashes the name).
-  std::unordered_map<const void*, std::shared_ptr<const Callable>> functions, methods;
-  std::vector<SiteArg> site;
-  for (size_t i = 0; i < order.size(); ++i) {
-    Node* n = order[i];
-    try {
-      switch (n->op()) {
-        case Op::placeholder:
-          plan->inputs.push_back(static_cast<int>(i));
-          plan->input_names.push_back(n->target().str());
-          plan->defaults.push_back(n->args().empty() ? std::nullopt : std::optional(to_ivalue(n->args()[0])));
-          continue;
-        case Op::output:
-          plan->output = source(n->args().at(0));
-          continue;
-        default:
-          break;
-      }
-      Plan::Step step;
-      step.node = n;
-      step.out = static_cast<int>(i);
-      step.args.begin = end_of(plan->args);
-      if (n->op() == Op::get_attr) {
-        // A whole submodule (cond's branches) is a value too.
-        auto* sub = has_submodule(n->target().str()) ? dynamic_cast<Module*>(get_submodule(n->target().str()))
-                                                     : nullptr;
-        plan->args.push_back(
-            ArgSource{-1, -1,
-                      sub ? runtime::module_ivalue(std::shared_ptr<Module>(sub->shared_from_this(), sub))
-                          : c10::IValue(get_tensor(n->target().str()))});
-      } else {
-        for (const auto& a : n->args()) plan->args.push_back(source(a));
-      }
-      step.args.end = end_of(plan->args);
-      step.kwargs.begin = end_of(plan->kwargs);
-      for (const auto& [k, v] : n->kwargs()) plan->kwargs.emplace_back(k, source(v));
-      step.kwargs.end = end_of(plan->kwargs);
-      if (n->op() == Op::call_function || n->op() == Op::call_method) {
-        auto& known = (n->op() == Op::call_function ? functions : methods)[n->target().entry()];
-        if (!known)
-          known = n->op() == Op::call_function ? resolve_function(n->target())
-                                               : resolve_method(n->target().str());
-        step.fn = known;
-      }
-      if (step.fn && n->kwargs().empty()) {
-        site.clear();
-        for (const auto& a : step.args.of(plan->args))
-          if (a.nested < 0) site.push_back(SiteArg{a.slot, a.constant});
-        if (site.size() == step.args.end - step.args.begin) step.fast = step.fn->specialized(site);
-        if (step.fast) {
-          step.site_slots.begin = end_of(plan->site_slots);
-          for (const auto& a : site) plan->site_slots.push_back(a.slot);
-          step.site_slots.end = end_of(plan->site_slots);
-        }
-      }
-      if (n->op() == Op::call_module) {
-        torch::nn::Module* found = target_module(n->target());
-        auto* fm = dynamic_cast<Module*>(found);
-        if (!fm) throw Error("call_module target '" + n->target().str() + "' is not an fx::Module");
-        // A submodule is held by a shared_ptr (its parent's dict): share that ownership.
-        step.module = std::shared_ptr<Module>(found->shared_from_this(), fm);
-      }
-      step.dead.begin = end_of(plan->dead);
-      for (const Node* dead : dies_at[i]) plan->dead.push_back(slot(dead));
-      step.dead.end = end_of(plan->dead);
-      plan->steps.push_back(std::move(step));
-    } catch (const Error& e) {
-      throw Error("GraphModule.recompile: node '" + n->name() + "' (" + std::string(op_name(n->op())) + " " +
-                  n->target().str() + ") cannot run: " + e.what());
-    }
+  std::unique_ptr<runtime::ExecutionPlan> plan;
+  try {
+    plan = std::make_unique<runtime::ExecutionPlan>(*graph_, order, dies_at, lookup);
+  } catch (const Error& e) {
+    throw Error(std::string("GraphModule.recompile: ") + e.what());
   }
-  set_forward_params(parameters_of(*graph_, plan->input_names, plan->defaults));
+  set_forward_params(parameters_of(*graph_, plan->input_names(), plan->defaults()));
   plan_ = std::move(plan);
 }
 
 c10::IValue GraphModule::run(std::vector<c10::IValue> inputs) {
-  const Plan& plan = *plan_;
-  if (inputs.size() > plan.inputs.size())
-    throw Error(type_name() + ".forward takes " + std::to_string(plan.inputs.size()) + " input(s) but " +
-                std::to_string(inputs.size()) + " were given");
-  std::vector<c10::IValue> slots(plan.num_slots);
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    if (i < inputs.size())
-      slots[plan.inputs[i]] = std::move(inputs[i]);
-    else if (plan.defaults[i])
-      slots[plan.inputs[i]] = *plan.defaults[i];
-    else
-      throw Error(type_name() + ".forward: missing input '" + plan.input_names[i] + "'");
-  }
-  auto value_of = [&](const ArgSource& s) -> c10::IValue {
-    if (s.slot >= 0) return slots[s.slot];
-    if (s.nested >= 0)
-      return to_ivalue(plan.nested[s.nested], [&](const Node* n) { return slots[plan.slot(n)]; });
-    return s.constant;
-  };
-  auto free_dead = [&](const Plan::Step& step) {
-    for (int d : step.dead.of(plan.dead)) slots[d] = c10::IValue();
-  };
-  for (const auto& step : plan.steps) {
-    const auto args_of_step = step.args.of(plan.args);
-    if (!step.fn && !step.module) {  // get_attr
-      slots[step.out] = args_of_step[0].constant;
-      continue;
-    }
-    if (step.fast) {
-      bool done = false;
-      try {
-        done = step.fast->try_call(slots.data(), plan.site_slots.data() + step.site_slots.begin,
-                                   slots[step.out]);
-      } catch (const std::exception& e) {
-        throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
-                    "): " + e.what());
-      }
-      if (done) {
-        free_dead(step);
-        continue;
-      }
-    }
-    std::vector<c10::IValue> args;
-    args.reserve(args_of_step.size());
-    for (const auto& a : args_of_step) args.push_back(value_of(a));
-    IValueKwargs kwargs;
-    const auto kwargs_of_step = step.kwargs.of(plan.kwargs);
-    kwargs.reserve(kwargs_of_step.size());
-    for (const auto& [k, v] : kwargs_of_step) kwargs.emplace_back(k, value_of(v));
-    try {
-      if (step.fn) {
-        slots[step.out] = step.fn->call(std::move(args), std::move(kwargs));
-      } else {
-        std::vector<Value> vargs(args.begin(), args.end());
-        ValueKwargs vkwargs;
-        for (auto& [k, v] : kwargs) vkwargs.emplace_back(k, Value(std::move(v)));
-        slots[step.out] = step.module->call(std::move(vargs), std::move(vkwargs)).ivalue();
-      }
-    } catch (const std::exception& e) {
-      throw Error("error running node '" + step.node->name() + "' (" + step.node->format_node() +
-                  "): " + e.what());
-    }
-    free_dead(step);
-  }
-  return value_of(plan.output);
+  return plan_->run(std::move(inputs), type_name());
 }
 
 Value GraphModule::forward(const std::vector<Value>& args) {

@@ -53,7 +53,7 @@ std::pair<std::vector<Value>, ValueKwargs> Interpreter::fetch_args_kwargs_from_e
 }
 
 Value Interpreter::fetch_attr(std::string_view target) const {
-  // A whole submodule (cond's branches) is a value too, as in GraphModule::run.
+  // A whole submodule (cond's branches) is a value too, as in the execution plan GraphModule runs.
   if (auto* sub = dynamic_cast<Module*>(module_.get_submodule(target)))
     return Value(runtime::module_ivalue(std::shared_ptr<Module>(sub->shared_from_this(), sub)));
   return Value(module_.get_tensor(target));
