@@ -360,14 +360,20 @@ TEST(Capture, WorkLaunchedOnOtherThreadsIsRefused) {
   EXPECT_NE(msg.find("aten::mul ran on another thread than the one capturing"), std::string::npos) << msg;
 }
 
+// `f` captured on one input `xs`, a list of the two tensors.
+template <class F>
+std::unique_ptr<fx::GraphModule> capture_on_a_list(F f, const at::Tensor& a, const at::Tensor& b) {
+  return fx::capture(f, {c10::List<at::Tensor>({a, b})},
+                     with([](fx::CaptureOptions& o) { o.input_names = {"xs"}; }));
+}
+
 TEST(Capture, StructuredInputsKeepTheirStructure) {
   auto f = [](const Inputs& in) -> c10::IValue {
     auto xs = in[0].toTensorList();
     return c10::ivalue::Tuple::create({xs.get(0) * xs.get(1), xs.get(0)});
   };
   auto a = torch::randn({2}), b = torch::randn({2});
-  auto gm = fx::capture(f, {c10::List<at::Tensor>({a, b})},
-                        with([](fx::CaptureOptions& o) { o.input_names = {"xs"}; }));
+  auto gm = capture_on_a_list(f, a, b);
   EXPECT_NE(gm->code().find("xs_1, xs_2, = fx_pytree.tree_flatten_spec([xs], self._in_spec)"),
             std::string::npos)
       << gm->code();
@@ -384,8 +390,7 @@ TEST(Capture, StructuredInputsCanReturnADict) {
     return out;
   };
   auto a = torch::randn({2}), b = torch::randn({2});
-  auto gm = fx::capture(f, {c10::List<at::Tensor>({a, b})},
-                        with([](fx::CaptureOptions& o) { o.input_names = {"xs"}; }));
+  auto gm = capture_on_a_list(f, a, b);
   EXPECT_NE(gm->code().find("return pytree.tree_unflatten([mul, xs_2, add], self._out_spec)"),
             std::string::npos)
       << gm->code();

@@ -121,7 +121,8 @@ class FunctionalDefaults(nn.Module):  # Python functions of torch: recorded with
         n = torch.norm(q, dim=-1)
         parts = torch.split(n, 2, 1)
         old = F.upsample(x, size=(4, 4))
-        return (pooled, idx, F.relu(parts[0]), old.norm(dim=1), F.dropout(q, 0.2, training=False))
+        values, counts = torch.unique(idx, return_counts=True)
+        return (pooled, idx, F.relu(parts[0]), old.norm(dim=1), F.dropout(q, 0.2, training=False), values, counts)
 
 
 class DetectionHead(nn.Module):  # returns a dict, as detection heads do

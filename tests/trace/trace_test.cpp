@@ -68,8 +68,9 @@ struct FunctionalDefaults : fx::Module {
     Value n = fx::call("torch.norm", q, kw("dim", -1));
     Value parts = fx::call("torch.split", n, 2, 1);
     Value old = fx::call(F + "upsample", in[0], kw("size", Value::tuple({4, 4})));
+    auto unique = fx::call("torch.unique", pooled[1], kw("return_counts", true)).unpack(2);
     return Value::tuple({pooled[0], pooled[1], fx::call(F + "relu", parts[0]), old.norm(kw("dim", 1)),
-                         fx::call(F + "dropout", q, 0.2, kw("training", false))});
+                         fx::call(F + "dropout", q, 0.2, kw("training", false)), unique[0], unique[1]});
   }
 };
 
