@@ -7,7 +7,6 @@
 #include <fx/tracer.h>
 
 #include "../ir/flat_map.h"
-#include "../ir/repr.h"
 #include "../runtime/execution_plan.h"
 #include "../runtime/module_ivalue.h"
 #include "module_dicts.h"
