@@ -243,7 +243,14 @@ std::string cmake_lists(const std::string& cls) {
          "\n"
          "add_executable(fx_model main.cpp model.cpp forward.cpp)\n"
          "target_link_libraries(fx_model PRIVATE torch)\n"
-         "target_compile_features(fx_model PRIVATE cxx_std_17)\n";
+         "target_compile_features(fx_model PRIVATE cxx_std_20)\n"  // LibTorch 2.14 needs C++20
+         "# The torch wheel keeps its CUDA libraries beside it; the linker must read\n"
+         "# those (libtorch_cuda.so needs their NCCL), not the CUDA toolkit's.\n"
+         "file(GLOB wheel_cuda_dirs LIST_DIRECTORIES true \"${TORCH_INSTALL_PREFIX}/../nvidia/*/lib\")\n"
+         "if(wheel_cuda_dirs)\n"
+         "  list(JOIN wheel_cuda_dirs \":\" wheel_cuda_path)\n"
+         "  target_link_options(fx_model PRIVATE \"LINKER:-rpath-link,${wheel_cuda_path}\")\n"
+         "endif()\n";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // fx::export_cpp: the generated project translates every model of the corpus,
 // and (CppExportBuild, the ctest `passes.cpp_export.build`, label `export`)
-// builds with cmake against Debian's LibTorch and computes what gm.run does.
+// builds with cmake against the LibTorch fxcpp is built against and computes
+// what gm.run does.
 #include <fx/codegen/cpp_export.h>
 #include <fx/fx.h>
 #include <fx/models/alexnet.h>
@@ -228,8 +229,10 @@ void build_and_compare(const Case& c) {
   std::string launcher =
       std::system("command -v ccache > /dev/null 2>&1") == 0 ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache" : "";
   auto log = dir.path() / "build.log";
+  const std::string torch = std::string(" -DTorch_DIR='") + FXCPP_TORCH_DIR + "' -DTORCH_CUDA_ARCH_LIST='" +
+                            FXCPP_TORCH_CUDA_ARCH_LIST + "'";
   int rc = export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
-                                "' -DCMAKE_BUILD_TYPE=Release" + launcher + " && " + cmake + " --build '" +
+                                "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + " && " + cmake + " --build '" +
                                 (project / "build").string() + "' -j2",
                             log);
   ASSERT_EQ(rc, 0) << export_test::read_text(log);
