@@ -4,7 +4,24 @@
 #include <algorithm>
 #include <string>
 
+#include "tree_node.h"
+
 namespace fx {
+
+Value detail::container_of(const TreeSpec& spec, std::vector<Value> items) {
+  switch (spec.kind) {
+    case TreeSpec::Kind::list:
+      return Value::list(std::move(items));
+    case TreeSpec::Kind::dict: {
+      std::vector<std::pair<std::string, Value>> entries;
+      entries.reserve(items.size());
+      for (size_t i = 0; i < items.size(); ++i) entries.emplace_back(spec.keys[i], std::move(items[i]));
+      return Value::dict(std::move(entries));
+    }
+    default:
+      return Value::tuple(std::move(items));
+  }
+}
 
 namespace {
 void flatten_into(const Value& v, std::vector<Value>& leaves, TreeSpec& spec) {
@@ -27,18 +44,7 @@ Value unflatten_from(const std::vector<Value>& leaves, size_t& next, const TreeS
   std::vector<Value> items;
   items.reserve(spec.children.size());
   for (const auto& child : spec.children) items.push_back(unflatten_from(leaves, next, child));
-  switch (spec.kind) {
-    case TreeSpec::Kind::list:
-      return Value::list(std::move(items));
-    case TreeSpec::Kind::dict: {
-      std::vector<std::pair<std::string, Value>> entries;
-      entries.reserve(items.size());
-      for (size_t i = 0; i < items.size(); ++i) entries.emplace_back(spec.keys[i], std::move(items[i]));
-      return Value::dict(std::move(entries));
-    }
-    default:
-      return Value::tuple(std::move(items));
-  }
+  return detail::container_of(spec, std::move(items));
 }
 // fx._pytree.tree_flatten_spec: each child taken from `v` as the spec says,
 // a list's or tuple's by index and a dict's by key, so that a dict with the

@@ -8,6 +8,7 @@
 #include "module_dicts.h"
 #include "module_paths.h"
 #include "stack_trace.h"
+#include "tree_node.h"
 
 #include <algorithm>
 
@@ -135,13 +136,7 @@ Value Tracer::concrete_placeholder(const Module::Param& param, const ConcreteArg
     spec.children.resize(items.size());
     for (size_t i = 0; i < items.size(); ++i)
       values.push_back(concrete_placeholder(param, items[i], count, spec.children[i]));
-    if (spec.kind == TreeSpec::Kind::dict) {
-      std::vector<std::pair<std::string, Value>> entries;
-      for (size_t i = 0; i < values.size(); ++i) entries.emplace_back(spec.keys[i], std::move(values[i]));
-      return Value::dict(std::move(entries));
-    }
-    return spec.kind == TreeSpec::Kind::list ? Value::list(std::move(values))
-                                             : Value::tuple(std::move(values));
+    return detail::container_of(spec, std::move(values));
   }
   spec = TreeSpec::leaf();
   Args defaults;
