@@ -93,12 +93,15 @@ class _Marker:
     """Stands for one parameter; falsy for the flag of a boolean dispatch.
     A method called on it is what a Proxy would record (F.sigmoid returns
     input.sigmoid(), which torch.fx records as call_method sigmoid): the
-    call is kept in `calls`, and its result is a _MethodResult."""
+    call is kept in `calls`, and its result is a _MethodResult. Taking its
+    truth is what a Proxy refuses (torch.unique's inner dispatch on
+    return_counts): the parameter is kept in `truths`."""
 
-    def __init__(self, index, truth, calls):
-        self.index, self.truth, self.calls = index, truth, calls
+    def __init__(self, index, truth, calls, truths):
+        self.index, self.truth, self.calls, self.truths = index, truth, calls, truths
 
     def __bool__(self):
+        self.truths.append(self.index)
         return self.truth
 
     def __getattr__(self, name):
@@ -121,8 +124,9 @@ class _Recorded(Exception):
 
 def recorded_form(fn, params, flag_value=None):
     """The call torch.fx records for fn: (target, is a method, [(keyword or None, parameter index or None,
-    literal)]), or None where the function neither goes through handle_torch_function with its
-    parameters nor returns what one method of a parameter returns."""
+    literal)], [indices of the parameters other than the flag whose truth it takes first]), or None where
+    the function neither goes through handle_torch_function with its parameters nor returns what one
+    method of a parameter returns."""
     import torch
     from torch.fx.node import _get_qualified_name
     from torch.overrides import TorchFunctionMode
@@ -133,8 +137,8 @@ def recorded_form(fn, params, flag_value=None):
             raise _Recorded(func, args, kwargs or {})
 
     flag = boolean_dispatched[fn]['arg_name'] if fn in boolean_dispatched else None
-    calls = []
-    markers = [_Marker(i, True if p.name != flag else flag_value, calls) for i, p in enumerate(params)]
+    calls, truths = [], []
+    markers = [_Marker(i, True if p.name != flag else flag_value, calls, truths) for i, p in enumerate(params)]
     args = [m for p, m in zip(params, markers) if p.kind == p.POSITIONAL_OR_KEYWORD]
     kwargs = {p.name: m for p, m in zip(params, markers) if p.kind == p.KEYWORD_ONLY}
     try:
@@ -166,18 +170,25 @@ def recorded_form(fn, params, flag_value=None):
             if literal is None:
                 return None
             items.append((keyword, None, literal))
-    return (func if method else _get_qualified_name(func)), method, items
+    flag_index = next((i for i, p in enumerate(params) if p.name == flag), None)
+    tested = sorted({i for i in truths if i != flag_index})
+    return (func if method else _get_qualified_name(func)), method, items, tested
 
 
 def cpp_form(form):
     if form is None:
         return 'std::nullopt'
-    target, method, items = form
+    target, method, items, tested = form
     cells = []
     for keyword, index, literal in items:
         kw = f'"{keyword}"' if keyword is not None else 'nullptr'
         cells.append(f'{{{kw}, {index if index is not None else -1}, {literal or "fx::None"}}}')
-    return f'fx::PythonFunction::Form{{"{target}", {{{", ".join(cells)}}}{", true" if method else ""}}}'
+    tail = ''
+    if tested:
+        tail = f', {"true" if method else "false"}, {{{", ".join(map(str, tested))}}}'
+    elif method:
+        tail = ', true'
+    return f'fx::PythonFunction::Form{{"{target}", {{{", ".join(cells)}}}{tail}}}'
 
 
 def main():

@@ -43,6 +43,9 @@ struct PythonFunction {
     // A call_method of the first item: the function returns what one method
     // of its input returns (F.sigmoid is `return input.sigmoid()`).
     bool method = false;
+    // Parameters whose truth the function takes before it records (torch.unique
+    // dispatches again on return_counts): a symbolic value there is a TraceError.
+    std::vector<int> truth_tested = {};
   };
 
   const char* name;

@@ -324,6 +324,9 @@ Value record_python_function(Tracer& tracer, const PythonFunction& f, const Targ
     if (!f.form_if_true) return tracer.create_proxy(Op::call_function, target, args, kwargs);
     form = &*f.form_if_true;
   }
+  // Python takes these parameters' truth on the way (bool() of a Proxy is a
+  // TraceError there); only their concrete values get past.
+  for (int p : form->truth_tested) static_cast<void>(static_cast<bool>(value_of(static_cast<size_t>(p))));
   std::vector<Value> recorded_args;
   ValueKwargs recorded_kwargs;
   for (const auto& item : form->items) {

@@ -194,6 +194,15 @@ TEST(Trace, PythonFunctionsOfTorchRecordTheirKeywords) {
     }
   } symbolic;
   EXPECT_THROW(fx::symbolic_trace(symbolic), fx::TraceError);
+  // torch.unique dispatches on return_inverse, then again on return_counts in
+  // either branch: a symbolic return_counts is control flow too.
+  struct SymbolicInnerFlag : fx::Module {
+    SymbolicInnerFlag() : fx::Module("SymbolicInnerFlag", {"x", "flag"}) {}
+    Value forward(const std::vector<Value>& in) override {
+      return fx::call("torch.unique", in[0], kw("return_inverse", true), kw("return_counts", in[1]));
+    }
+  } inner;
+  EXPECT_THROW(fx::symbolic_trace(inner), fx::TraceError);
   // Arguments that do not bind: Python's TypeError, as a TraceError.
   struct Unbound : fx::Module {
     Unbound() : fx::Module("Unbound") {}
