@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,8 +40,9 @@ class Node;
 //   tuple -> tuple, list -> int list / double list / bool list / tensor list
 //   when all items are of that kind (an empty list is an int list), otherwise
 //   a generic list, dict -> generic dict with str keys,
-//   torch.dtype / torch.layout / torch.memory_format -> int (TorchScript's
-//   encoding: the enum's value), torch.device -> Device,
+//   torch.dtype -> a dtype value (dtype_ivalue), torch.layout /
+//   torch.memory_format -> int (TorchScript's encoding: the enum's value),
+//   torch.device -> Device,
 //   slice -> a slice value (slice_ivalue), Ellipsis -> ellipsis_ivalue(),
 //   Opaque -> its IValue when it was made by make_opaque.
 // Throws fx::Error for a node (the caller substitutes values: use the
@@ -64,12 +66,22 @@ bool is_ellipsis(const c10::IValue& v);
 // The three parts of a slice value; throws fx::Error when `v` is not one.
 std::vector<c10::IValue> slice_parts(const c10::IValue& v);
 
+// torch.dtype as an IValue: a capsule, one per ScalarType and always the
+// same one, so that == and `is` behave as in Python. ATen's own encoding of a
+// ScalarType is an int; the runtime converts where an overload takes a
+// ScalarType, and only there, so `x.view(torch.float16)` picks view.dtype
+// while `x.view(6)` stays view(int[] size).
+c10::IValue dtype_ivalue(c10::ScalarType t);
+// The dtype `v` holds; nullopt when it is not a dtype value.
+std::optional<c10::ScalarType> dtype_of(const c10::IValue& v);
+
 // An Opaque argument carrying `value` (e.g. a tensor constant), which
 // to_ivalue turns back into `value`.
 Opaque make_opaque(c10::IValue value, std::string repr);
 
 // Python's name for the type of a runtime value: "Tensor", "int", "float",
-// "bool", "str", "NoneType", "tuple", "list", "dict", "device", "slice"...
+// "bool", "str", "NoneType", "tuple", "list", "dict", "device", "dtype",
+// "slice"...
 std::string python_type_name(const c10::IValue& v);
 
 // ---- callables -------------------------------------------------------------

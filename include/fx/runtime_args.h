@@ -47,10 +47,12 @@ bool is_number(const c10::IValue& v);  // int, float or bool (not a tensor)
 double to_double(const std::string& fn, const c10::IValue& v);
 int64_t to_int(const std::string& fn, const c10::IValue& v);  // int or bool
 bool to_bool(const std::string& fn, const c10::IValue& v);
-// A `dtype=` argument: None, or a dtype (an int at run time).
+// A torch.dtype (fx::dtype_ivalue); an int is not one, as in Python.
+c10::ScalarType to_dtype(const std::string& fn, const c10::IValue& v);
+// A `dtype=` argument: None, or a torch.dtype.
 inline c10::optional<c10::ScalarType> opt_dtype(const std::string& fn, const c10::IValue& v) {
   if (v.isNone()) return c10::nullopt;
-  return static_cast<c10::ScalarType>(to_int(fn, v));
+  return to_dtype(fn, v);
 }
 at::Tensor to_tensor(const std::string& fn, const c10::IValue& v);
 c10::optional<at::Tensor> to_opt_tensor(const std::string& fn, const c10::IValue& v);

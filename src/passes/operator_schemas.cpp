@@ -175,6 +175,7 @@ std::optional<Argument> to_argument(const c10::IValue& v) {
   if (v.isDouble()) return Argument(v.toDouble());
   if (v.isString()) return Argument(v.toStringRef());
   if (v.isDevice()) return Argument(v.toDevice());
+  if (auto d = dtype_of(v)) return Argument(*d);
   if (v.isList()) {
     std::vector<Argument> items;
     for (const c10::IValue& e : v.toListRef()) {

@@ -77,6 +77,8 @@ TensorMetadataTree tree_of(const c10::IValue& v, bool* found) {
       t.other = fx::detail::repr_float(v.toDouble());
     } else if (v.isString()) {
       t.other = fx::detail::repr_string(v.toStringRef());
+    } else if (auto d = dtype_of(v)) {
+      t.other = fx::detail::repr_dtype(*d);
     } else {
       t.other = "<" + python_type_name(v) + ">";
     }
@@ -84,8 +86,8 @@ TensorMetadataTree tree_of(const c10::IValue& v, bool* found) {
   return t;
 }
 
-// What FX's `type(result)` names. The runtime keeps torch.Size, torch.dtype
-// and torch.layout as ints or int lists, so they are recognised by the node
+// What FX's `type(result)` names. The runtime keeps torch.Size and
+// torch.layout as int lists and ints, so they are recognised by the node
 // that makes them.
 std::string python_type(const Node& n, const Value& v) {
   if (v.is_tuple()) return "tuple";
@@ -93,7 +95,6 @@ std::string python_type(const Node& n, const Value& v) {
   if (n.op() == Op::call_function && n.target() == "builtins.getattr" && attr && attr->is<std::string>()) {
     const std::string& name = attr->get<std::string>();
     if (name == "shape") return "torch.Size";
-    if (name == "dtype") return "torch.dtype";
     if (name == "layout") return "torch.layout";
   }
   if (n.op() == Op::call_method && n.target() == "size" && n.args().size() == 1 && n.kwargs().empty())
@@ -103,6 +104,7 @@ std::string python_type(const Node& n, const Value& v) {
   if (iv.isDouble()) return "float";
   if (iv.isString()) return "str";
   if (iv.isDevice()) return "torch.device";
+  if (dtype_of(iv)) return "torch.dtype";
   return python_type_name(iv);
 }
 

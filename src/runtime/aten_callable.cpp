@@ -45,9 +45,17 @@ void append_key(std::string& key, const c10::IValue& v) {
     key += v.isTuple() ? '(' : '[';
     for (const auto& e : sequence_items(v)) append_key(key, e);
     key += v.isTuple() ? ')' : ']';
+  } else if (dtype_of(v)) {
+    key += 'y';
   } else {
     key += '?';
   }
+}
+
+bool is_scalar_type(const c10::TypePtr& t) {
+  const c10::Type* u = t.get();
+  if (u->kind() == c10::TypeKind::OptionalType) u = u->castRaw<c10::OptionalType>()->getElementType().get();
+  return u->kind() == c10::TypeKind::ScalarTypeType;
 }
 
 bool is_int_list_type(const c10::TypePtr& t) {
@@ -79,7 +87,9 @@ std::optional<c10::IValue> tensor_as_number(const c10::IValue& v, bool integral)
 }
 
 // Converts `v` to the schema type `t` (with fixed list size N), the way
-// Python's argument parser accepts it. nullopt when it does not fit.
+// Python's argument parser accepts it. nullopt when it does not fit. `t` is
+// the argument's real type: a ScalarType takes a dtype value (and passes it
+// on as ATen's int), never an int, as in Python.
 std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, const c10::IValue& v,
                                int loose) {
   switch (t->kind()) {
@@ -108,6 +118,13 @@ std::optional<c10::IValue> fit(const c10::TypePtr& t, c10::optional<int32_t> N, 
       return std::nullopt;
     case c10::TypeKind::BoolType:
       if (v.isBool()) return v;
+      return std::nullopt;
+    case c10::TypeKind::ScalarTypeType:
+      if (auto d = dtype_of(v)) return static_cast<int64_t>(*d);
+      return std::nullopt;
+    case c10::TypeKind::LayoutType:
+    case c10::TypeKind::MemoryFormatType:  // ints at run time (TorchScript's encoding)
+      if (v.isInt()) return v;
       return std::nullopt;
     case c10::TypeKind::NumberType:
       if (is_number(v) || v.isComplexDouble()) return v;
@@ -326,6 +343,10 @@ class AtenCallable final : public Callable {
         names.push_back(r.name());
         types.push_back(r.type());
       }
+      uint64_t dtypes = 0;
+      for (size_t i = 0; i < rets.size() && i < 64; ++i)
+        if (is_scalar_type(rets[i].real_type())) dtypes |= uint64_t{1} << i;
+      dtype_returns_.push_back(dtypes);
       if (rets.size() > 1 && names.size() == rets.size()) {
         std::string base = op.schema().name().substr(op.schema().name().find("::") + 2);
         return_types_.push_back(
@@ -383,8 +404,12 @@ class AtenCallable final : public Callable {
     } catch (const std::exception& e) {  // some kernels throw std::runtime_error
       throw Error(display_ + " (" + c10::toString(op.schema().operator_name()) + "): " + e.what());
     }
-    for (auto& v : stack) {
+    const uint64_t dtypes = dtype_returns_[static_cast<size_t>(choice / kLooseness)];
+    for (size_t i = 0; i < stack.size(); ++i) {
+      c10::IValue& v = stack[i];
       if (v.isSymInt()) v = v.toSymInt().expect_int();
+      // ATen returns a ScalarType as an int; Python returns a torch.dtype.
+      if (i < 64 && (dtypes >> i & 1) && v.isInt()) v = dtype_ivalue(static_cast<c10::ScalarType>(v.toInt()));
       // Python's bindings return Tensor[] as a tuple (torch.ops.* keeps the list).
       if (tuple_lists_ && v.isTensorList()) {
         auto l = v.toTensorVector();
@@ -487,7 +512,7 @@ class AtenCallable final : public Callable {
     }
     if (pos->size() > npos) return false;
     for (size_t i = 0; i < pos->size(); ++i) {
-      auto f = fit(params[i].type(), params[i].N(), (*pos)[i], loose);
+      auto f = fit(params[i].real_type(), params[i].N(), (*pos)[i], loose);
       if (!f) return false;
       slots[i] = std::move(*f);
     }
@@ -499,7 +524,7 @@ class AtenCallable final : public Callable {
       }
       if (i == params.size() || slots[i]) return false;
       if (method_ && i == 0) return false;
-      auto f = fit(params[i].type(), params[i].N(), v, loose);
+      auto f = fit(params[i].real_type(), params[i].N(), v, loose);
       if (!f) return false;
       slots[i] = std::move(*f);
     }
@@ -536,6 +561,7 @@ class AtenCallable final : public Callable {
   std::string display_;
   std::vector<c10::OperatorHandle> ops_;
   std::vector<c10::TupleTypePtr> return_types_;  // per op; null when unnamed
+  std::vector<uint64_t> dtype_returns_;          // per op; bit i: result i is a ScalarType
   bool method_;
   bool varargs_;
   bool tuple_lists_ = varargs_;  // not torch.ops.*

@@ -13,7 +13,7 @@ namespace {
 c10::IValue tensor_attr(const at::Tensor& t, const std::string& name, bool* found) {
   *found = true;
   if (name == "shape") return c10::List<int64_t>(t.sizes().vec());
-  if (name == "dtype") return static_cast<int64_t>(t.scalar_type());
+  if (name == "dtype") return dtype_ivalue(t.scalar_type());
   if (name == "device") return t.device();
   if (name == "layout") return static_cast<int64_t>(t.layout());
   if (name == "ndim") return t.dim();
@@ -55,6 +55,18 @@ c10::IValue getattr(const c10::IValue& obj, const std::string& name, const c10::
           found = true;
         }
     }
+  } else if (auto dtype = dtype_of(obj)) {  // torch.dtype's attributes
+    found = true;
+    if (name == "is_floating_point")
+      r = c10::isFloatingType(*dtype);
+    else if (name == "is_complex")
+      r = c10::isComplexType(*dtype);
+    else if (name == "is_signed")
+      r = c10::isSignedType(*dtype);
+    else if (name == "itemsize")
+      r = static_cast<int64_t>(c10::elementSize(*dtype));
+    else
+      found = false;
   } else if (obj.isDevice()) {
     found = true;
     if (name == "type")

@@ -23,7 +23,7 @@ std::optional<int64_t> slice_part(const c10::IValue& v) {
   throw Error("operator.getitem: slice indices must be integers or None, got " + python_type_name(v));
 }
 
-// An index that is a list or a tensor: the advanced-indexing tensor.
+// An index that is a sequence or a tensor: the advanced-indexing tensor.
 at::Tensor index_tensor(const c10::IValue& v) {
   if (v.isTensor()) return v.toTensor();
   if (v.isIntList()) return at::tensor(v.toIntVector(), at::kLong);
@@ -32,21 +32,39 @@ at::Tensor index_tensor(const c10::IValue& v) {
     std::vector<uint8_t> bytes(b.begin(), b.end());
     return at::tensor(bytes, at::kByte).to(at::kBool);
   }
-  // a list of ints and tensors: an index tensor, as Python makes
+  // ints, tensors and nested sequences: an index tensor, as Python makes
   std::vector<at::Tensor> parts;
-  for (const auto& e : v.toListRef()) {
+  for (const auto& e : sequence_items(v)) {
     if (e.isInt())
       parts.push_back(at::scalar_tensor(e.toInt(), at::kLong));
     else if (e.isTensor())
       parts.push_back(e.toTensor());
+    else if (is_sequence(e))
+      parts.push_back(index_tensor(e));
     else
       throw Error("operator.getitem: a list index must hold ints or tensors, got " + python_type_name(e));
   }
+  if (parts.empty()) return at::empty({0}, at::kLong);
   return at::stack(parts);
 }
 
 bool is_index_kind(const c10::IValue& v) {
-  return v.isNone() || v.isBool() || v.isInt() || is_ellipsis(v) || is_slice(v) || v.isTensor() || v.isList();
+  return v.isNone() || v.isBool() || v.isInt() || is_ellipsis(v) || is_slice(v) || v.isTensor() ||
+         is_sequence(v);
+}
+
+// NumPy's old rule, which torch 2.14 still follows with a deprecation
+// warning (python_variable_indexing.cpp, treatSequenceAsTuple): a list
+// shorter than 32 that holds a tensor, a sequence, a slice, None or Ellipsis
+// indexes as the tuple of its items (`x[[0, slice(None)]]` is `x[0, :]`).
+bool list_as_tuple(const c10::IValue& v) {
+  if (!v.isList() || v.isIntList() || v.isBoolList() || v.isDoubleList()) return false;
+  const auto items = v.toListRef();
+  if (items.size() >= 32) return false;
+  for (const auto& e : items)
+    if (e.isTensor() || is_sequence(e) || e.isString() || is_slice(e) || e.isNone() || is_ellipsis(e))
+      return true;
+  return false;
 }
 
 // Python's tensor indexing (torch/csrc/autograd/python_variable_indexing.cpp,
@@ -166,10 +184,7 @@ int64_t sequence_position(const c10::IValue& idx, int64_t len, const char* what)
 
 c10::IValue getitem(const c10::IValue& obj, const c10::IValue& idx) {
   if (obj.isTensor()) {
-    if (idx.isTuple()) {
-      const auto& e = idx.toTupleRef().elements();
-      return index_tensor_with(obj.toTensor(), std::vector<c10::IValue>(e.begin(), e.end()));
-    }
+    if (idx.isTuple() || list_as_tuple(idx)) return index_tensor_with(obj.toTensor(), sequence_items(idx));
     return index_tensor_with(obj.toTensor(), {idx});
   }
   if (obj.isTuple()) {

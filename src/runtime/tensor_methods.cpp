@@ -97,10 +97,7 @@ void register_tensor_methods(Adapters& ad) {
         type_error(fn, "expected a device, got " + python_type_name(v));
     };
     auto take_dtype = [&](const c10::IValue& v) {
-      if (v.isInt())
-        dtype = static_cast<c10::ScalarType>(v.toInt());
-      else if (!v.isNone())
-        type_error(fn, "expected a dtype, got " + python_type_name(v));
+      if (!v.isNone()) dtype = to_dtype(fn, v);
     };
     if (i < args.size()) {
       const c10::IValue& first = args[i];
@@ -111,8 +108,8 @@ void register_tensor_methods(Adapters& ad) {
       } else if (first.isDevice() || first.isString()) {
         take_device(first);
         ++i;
-        if (i < args.size() && args[i].isInt()) take_dtype(args[i++]);
-      } else if (first.isInt()) {
+        if (i < args.size() && dtype_of(args[i])) take_dtype(args[i++]);
+      } else if (dtype_of(first)) {
         take_dtype(first);
         ++i;
       } else if (first.isNone()) {
@@ -180,7 +177,7 @@ void register_tensor_methods(Adapters& ad) {
       return std::string("torch.") + (cuda ? "cuda." : "") + c10::toString(type) + "Tensor";
     };
     if (a[1].isNone()) return legacy_name(t.scalar_type(), t.is_cuda());
-    if (!a[1].isString()) return t.to(static_cast<c10::ScalarType>(to_int(fn, a[1])), non_blocking);
+    if (!a[1].isString()) return t.to(to_dtype(fn, a[1]), non_blocking);
     const std::string& name = a[1].toStringRef();
     for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
       const auto type = static_cast<c10::ScalarType>(i);

@@ -19,6 +19,13 @@ struct SliceHolder : torch::CustomClassHolder {
   c10::IValue start, stop, step;
 };
 struct EllipsisHolder : torch::CustomClassHolder {};
+// torch.dtype: a type of its own, as in Python, so that an overload taking a
+// ScalarType is told apart from one taking an int (`x.view(torch.float16)`
+// is view.dtype, not view(int[] size)).
+struct DtypeHolder : torch::CustomClassHolder {
+  explicit DtypeHolder(c10::ScalarType t) : type(t) {}
+  c10::ScalarType type;
+};
 struct ModuleHolder : torch::CustomClassHolder {
   std::shared_ptr<Module> module;
 };
@@ -68,8 +75,9 @@ c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Nod
           return slice_ivalue(rec(v.parts[0]), rec(v.parts[1]), rec(v.parts[2]));
         } else if constexpr (std::is_same_v<T, EllipsisType>) {
           return ellipsis_ivalue();
-        } else if constexpr (std::is_same_v<T, c10::ScalarType> || std::is_same_v<T, c10::Layout> ||
-                             std::is_same_v<T, c10::MemoryFormat>) {
+        } else if constexpr (std::is_same_v<T, c10::ScalarType>) {
+          return dtype_ivalue(v);
+        } else if constexpr (std::is_same_v<T, c10::Layout> || std::is_same_v<T, c10::MemoryFormat>) {
           return c10::IValue(static_cast<int64_t>(v));
         } else if constexpr (std::is_same_v<T, c10::Device>) {
           return c10::IValue(v);
@@ -154,6 +162,26 @@ std::shared_ptr<Module> module_of(const c10::IValue& v) {
 
 }  // namespace runtime
 
+c10::IValue dtype_ivalue(c10::ScalarType t) {
+  // One value per dtype, made once, so that `x.dtype is torch.float32` holds
+  // as in Python (operator.is_ compares identities).
+  static const std::vector<c10::IValue> interned = [] {
+    std::vector<c10::IValue> all;
+    for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i)
+      all.push_back(
+          c10::IValue::make_capsule(c10::make_intrusive<DtypeHolder>(static_cast<c10::ScalarType>(i))));
+    return all;
+  }();
+  const auto i = static_cast<size_t>(t);
+  if (i >= interned.size()) throw Error("dtype_ivalue: " + std::to_string(i) + " is not a ScalarType");
+  return interned[i];
+}
+
+std::optional<c10::ScalarType> dtype_of(const c10::IValue& v) {
+  const DtypeHolder* h = holder<DtypeHolder>(v);
+  return h ? std::optional(h->type) : std::nullopt;
+}
+
 bool is_slice(const c10::IValue& v) { return holder<SliceHolder>(v) != nullptr; }
 bool is_ellipsis(const c10::IValue& v) { return holder<EllipsisHolder>(v) != nullptr; }
 
@@ -195,6 +223,7 @@ std::string python_type_name(const c10::IValue& v) {
   if (v.isSymInt()) return "SymInt";
   if (is_slice(v)) return "slice";
   if (is_ellipsis(v)) return "ellipsis";
+  if (dtype_of(v)) return "dtype";
   return v.tagKind();
 }
 

@@ -250,7 +250,7 @@ void register_torch_functions(Adapters& ad) {
     at::Tensor out = at::empty(shape, at::TensorOptions().dtype(inferred));
     auto flat_out = out.view({-1});
     for (size_t i = 0; i < flat.size(); ++i) flat_out[static_cast<int64_t>(i)].fill_(to_scalar(fn, flat[i]));
-    if (!a[1].isNone()) out = out.to(static_cast<c10::ScalarType>(to_int(fn, a[1])));
+    if (!a[1].isNone()) out = out.to(to_dtype(fn, a[1]));
     if (!a[2].isNone()) out = out.to(a[2].isDevice() ? a[2].toDevice() : c10::Device(to_str(fn, a[2])));
     if (to_bool(fn, a[3])) out.set_requires_grad(true);
     return out;

@@ -26,6 +26,11 @@ int64_t to_int(const std::string& fn, const c10::IValue& v) {
   type_error(fn, "expected an int, got " + python_type_name(v));
 }
 
+c10::ScalarType to_dtype(const std::string& fn, const c10::IValue& v) {
+  if (auto d = dtype_of(v)) return *d;
+  type_error(fn, "expected a torch.dtype, got " + python_type_name(v));
+}
+
 bool to_bool(const std::string& fn, const c10::IValue& v) {
   if (v.isBool()) return v.toBool();
   type_error(fn, "expected a bool, got " + python_type_name(v));

@@ -1,5 +1,6 @@
 // Module.state_dict / load_state_dict / torch.save of one, as PyTorch does them.
 #include <fx/error.h>
+#include <fx/runtime.h>
 #include <fx/state_dict.h>
 
 #include "torch_load.h"
@@ -163,7 +164,7 @@ c10::IValue savable(const c10::IValue& v, const std::string& where) {
     }
     return dict;
   }
-  throw Error("fx::save_values: the value at " + where + " is a " + v.tagKind() +
+  throw Error("fx::save_values: the value at " + where + " is a " + python_type_name(v) +
               "; a saved value is a tensor, int, float, bool, None, str, or a tuple, list or dict of them");
 }
 

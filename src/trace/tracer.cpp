@@ -256,6 +256,7 @@ Argument Tracer::create_arg(const Value& v) {
   if (iv.isDouble()) return iv.toDouble();
   if (iv.isString()) return iv.toStringRef();
   if (iv.isDevice()) return iv.toDevice();
+  if (auto d = dtype_of(iv)) return *d;
   if (iv.isTensor()) {
     index_tensors();
     const at::Tensor& t = iv.toTensor();

@@ -145,7 +145,7 @@ std::string compare(const c10::IValue& got, const json& want, const std::vector<
                : fail("expected this complex");
   }
   if (want.contains("dtype"))
-    return got.isInt() && got.toInt() == static_cast<int64_t>(dtypes().at(want["dtype"].get<std::string>()))
+    return fx::dtype_of(got) == dtypes().at(want["dtype"].get<std::string>())
                ? ""
                : fail("expected this dtype");
   if (want.contains("device"))

@@ -151,7 +151,13 @@ TEST(ToIValue, Scalars) {
   EXPECT_EQ(fx::to_ivalue(3).toInt(), 3);
   EXPECT_EQ(fx::to_ivalue(2.5).toDouble(), 2.5);
   EXPECT_EQ(fx::to_ivalue("s").toStringRef(), "s");
-  EXPECT_EQ(fx::to_ivalue(c10::ScalarType::Float).toInt(), static_cast<int64_t>(c10::ScalarType::Float));
+  // A dtype is a value of its own, the same one each time (Python's `is`).
+  const c10::IValue f32 = fx::to_ivalue(c10::ScalarType::Float);
+  EXPECT_EQ(fx::dtype_of(f32), c10::ScalarType::Float);
+  EXPECT_FALSE(f32.isInt());
+  EXPECT_TRUE(f32.isSameIdentity(fx::dtype_ivalue(c10::ScalarType::Float)));
+  EXPECT_EQ(fx::python_type_name(f32), "dtype");
+  EXPECT_EQ(fx::dtype_of(c10::IValue(int64_t{6})), std::nullopt);
   EXPECT_EQ(fx::to_ivalue(c10::MemoryFormat::ChannelsLast).toInt(), static_cast<int64_t>(c10::MemoryFormat::ChannelsLast));
   EXPECT_EQ(fx::to_ivalue(c10::Layout::Strided).toInt(), 0);
   EXPECT_EQ(fx::to_ivalue(c10::Device("cpu")).toDevice(), c10::Device("cpu"));

@@ -1,4 +1,5 @@
 // fxc run FILE --inputs IN.pt [--output OUT.pt]: FILE a GraphModule file or a .pt2
+#include <fx/runtime.h>
 #include <fx/state_dict.h>
 #include <torch/torch.h>
 
@@ -26,6 +27,8 @@ void describe(std::ostream& os, const c10::IValue& v) {
     os << (v.toBool() ? "True" : "False");
   } else if (v.isString()) {
     os << "'" << v.toStringRef() << "'";
+  } else if (auto d = fx::dtype_of(v)) {
+    os << fx::detail::repr_dtype(*d);
   } else if (v.isTuple() || v.isList()) {
     const bool tuple = v.isTuple();
     const auto items = tuple ? v.toTupleRef().elements().vec() : v.toListRef().vec();
