@@ -3,6 +3,8 @@
 // back with copy_ once the outputs are read. Updates through views: views.cpp.
 #include "recorder.h"
 
+#include <fx/operator_overloads.h>
+
 #include <mutex>
 #include <unordered_map>
 
@@ -38,12 +40,8 @@ bool same_arguments(const std::vector<const c10::Argument*>& read, const c10::Fu
 
 const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op) {
   static std::mutex mutex;
-  static std::unordered_map<std::string, std::vector<c10::OperatorName>> overloads;  // by operator name
   static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> found;
   std::lock_guard<std::mutex> lock(mutex);
-  if (overloads.empty())
-    for (const auto& name : c10::Dispatcher::singleton().getAllOpNames())
-      overloads[name.name].push_back(name);
 
   const c10::FunctionSchema& s = op.schema();
   auto [it, inserted] = found.try_emplace(op.operator_name());
@@ -55,14 +53,11 @@ const c10::OperatorHandle* functional_variant(const c10::OperatorHandle& op) {
   const bool inplace = base.back() == '_' && base.size() > colons + 3;
   if (inplace) base.pop_back();
   const auto read = read_arguments(s);
-  auto candidates = overloads.find(base);
-  if (candidates == overloads.end()) return nullptr;
-  for (const auto& name : candidates->second) {
-    auto handle = c10::Dispatcher::singleton().findOp(name);
-    if (!handle || !handle->hasSchema() || has_writes(handle->schema())) continue;
-    if (!same_arguments(read, handle->schema())) continue;
+  for (const c10::OperatorHandle& handle : operator_overloads(base)) {
+    if (!handle.hasSchema() || has_writes(handle.schema())) continue;
+    if (!same_arguments(read, handle.schema())) continue;
     // An in-place operator's own overload name first (add_.Tensor -> add.Tensor).
-    if (!it->second || name.overload_name == s.overload_name()) it->second = *handle;
+    if (!it->second || handle.operator_name().overload_name == s.overload_name()) it->second = handle;
   }
   return it->second ? &*it->second : nullptr;
 }

@@ -1,6 +1,7 @@
 // The C++ forward of a GraphModule: one statement per node, plain LibTorch calls.
 #include <fx/error.h>
 #include <fx/graph_module.h>
+#include <fx/operator_overloads.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -10,7 +11,6 @@
 #include <string_view>
 
 #include "../ir/repr.h"
-#include "../runtime/internal.h"
 #include "cpp_emit.h"
 
 namespace fx::codegen {
@@ -811,7 +811,7 @@ class ForwardEmitter final : public Emitter {
     std::vector<std::pair<std::string, CppValue>> kw;
     for (const auto& [k, a] : kwargs) kw.emplace_back(k, value(a));
     auto [cached, fresh] = overloads_.try_emplace(name);
-    if (fresh) cached->second = runtime::aten_overloads("aten::" + name);
+    if (fresh) cached->second = operator_overloads("aten::" + name);
     const std::vector<c10::OperatorHandle>& ops = cached->second;
     if (ops.empty()) fail(n, "calls '" + name + "', which is no ATen operator export_cpp could call");
     for (const auto& op : ops) {

@@ -38,8 +38,6 @@ void register_torch_functions(Adapters& a);     // torch_functions.cpp
 void register_higher_order(Adapters& a);        // higher_order.cpp
 
 // ---- ATen ------------------------------------------------------------------
-// All dispatcher overloads of `qualified` ("aten::add"); empty when none.
-std::vector<c10::OperatorHandle> aten_overloads(const std::string& qualified);
 // A callable choosing among `ops` per call (aten_callable.cpp). `display` names
 // the target in messages.
 std::shared_ptr<const Callable> make_aten_callable(std::string display, std::vector<c10::OperatorHandle> ops,

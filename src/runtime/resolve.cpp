@@ -3,6 +3,8 @@
 
 #include "internal.h"
 
+#include <fx/operator_overloads.h>
+
 #include <bit>
 #include <charconv>
 #include <cstdint>
@@ -112,7 +114,6 @@ class FnCallable final : public Callable {
 struct Registry {
   std::mutex mu;
   Adapters adapters;
-  std::unordered_map<std::string, std::vector<c10::OperatorName>> ops_by_name;
   std::unordered_map<std::string, std::shared_ptr<const Callable>> functions;  // resolved
   std::unordered_map<std::string, std::shared_ptr<const Callable>> methods;    // resolved
 
@@ -124,24 +125,6 @@ struct Registry {
     register_builtins(adapters);
     register_torch_functions(adapters);
     register_higher_order(adapters);
-    index_ops();
-  }
-  void index_ops() {
-    ops_by_name.clear();
-    for (auto& n : c10::Dispatcher::singleton().getAllOpNames()) ops_by_name[n.name].push_back(n);
-  }
-  // Caller holds mu.
-  std::vector<c10::OperatorHandle> overloads(const std::string& qualified) {
-    auto it = ops_by_name.find(qualified);
-    if (it == ops_by_name.end()) {
-      index_ops();  // an operator library may have been loaded since
-      it = ops_by_name.find(qualified);
-      if (it == ops_by_name.end()) return {};
-    }
-    std::vector<c10::OperatorHandle> out;
-    for (const auto& n : it->second)
-      if (auto h = c10::Dispatcher::singleton().findOp(n)) out.push_back(*h);
-    return out;
   }
 };
 
@@ -175,7 +158,7 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
   if (starts_with(name, "torch.ops.")) {
     const OpsName* parts = Target(name).ops_name();
     if (!parts) throw Error(name + " is not an operator: expected torch.ops.<namespace>.<op>[.<overload>]");
-    auto ops = r.overloads(parts->qualified_op());
+    auto ops = operator_overloads(parts->qualified_op());
     if (!parts->is_packet()) {
       const std::string_view want = parts->dispatcher_overload();
       std::erase_if(ops, [&](const c10::OperatorHandle& h) { return h.schema().overload_name() != want; });
@@ -191,7 +174,7 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
     std::string rest = name.substr(a.python.size());
     if (rest.empty() || rest.find('.') != std::string::npos) break;
     std::string aten = "aten::" + std::string(a.aten) + rest;
-    auto ops = r.overloads(aten);
+    auto ops = operator_overloads(aten);
     if (ops.empty())
       throw Error(name + " is not a known function: no ATen operator " + aten + " and no adapter");
     return make_aten_callable(name, std::move(ops), false);
@@ -219,12 +202,6 @@ void Adapters::method(const std::string& name, Fn fn, std::string description) {
       description.empty() ? "Tensor." + name : std::move(description), std::move(fn));
 }
 
-std::vector<c10::OperatorHandle> aten_overloads(const std::string& qualified) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  return r.overloads(qualified);
-}
-
 c10::IValue call_aten(const std::string& name, std::vector<c10::IValue> args, IValueKwargs kwargs) {
   return resolve_function("torch.ops.aten." + name)->call(std::move(args), std::move(kwargs));
 }
@@ -250,7 +227,7 @@ std::shared_ptr<const Callable> resolve_method(std::string_view method) {
   if (auto it = r.adapters.methods.find(name); it != r.adapters.methods.end()) {
     c = it->second;
   } else {
-    auto ops = r.overloads("aten::" + name);
+    auto ops = operator_overloads("aten::" + name);
     std::erase_if(ops, [](const c10::OperatorHandle& h) {
       const auto& a = h.schema().arguments();
       return a.empty() || a[0].name() != "self" || a[0].type()->kind() != c10::TypeKind::TensorType;

@@ -2,10 +2,12 @@
 // choice and its cache, named results, thread safety.
 
 #include <fx/graph.h>
+#include <fx/operator_overloads.h>
 #include <fx/runtime.h>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/library.h>
 
 #include <thread>
 
@@ -55,6 +57,23 @@ TEST(Resolve, SameCallableForSameName) {
   EXPECT_EQ(resolve_function("torch.relu"), resolve_function("torch.relu"));
   EXPECT_EQ(resolve_method("view"), resolve_method("view"));
   EXPECT_NE(resolve_function("torch.add")->describe().find("aten::add.Tensor"), std::string::npos);
+}
+
+TEST(Resolve, OperatorsRegisteredLaterAreFoundAndRemovedOnesGone) {
+  EXPECT_FALSE(fx::operator_overloads("aten::add").empty());  // the index exists before the library
+  EXPECT_TRUE(fx::operator_overloads("fxcpp_test::twice").empty());
+  {
+    torch::Library lib(torch::Library::DEF, "fxcpp_test", std::nullopt, __FILE__, __LINE__);
+    lib.def("twice(Tensor x) -> Tensor", [](const at::Tensor& x) { return x * 2; });
+    lib.def("twice.scaled(Tensor x, float s) -> Tensor", [](const at::Tensor& x, double s) { return x * 2 * s; });
+    const auto ops = fx::operator_overloads("fxcpp_test::twice");
+    ASSERT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0].schema().overload_name(), "");  // in the order they were registered
+    EXPECT_EQ(ops[1].schema().overload_name(), "scaled");
+    const c10::IValue y = resolve_function("torch.ops.fxcpp_test.twice")->call({at::ones({2}), 3.0}, {});
+    EXPECT_TRUE(y.toTensor().equal(at::full({2}, 6.0)));
+  }
+  EXPECT_TRUE(fx::operator_overloads("fxcpp_test::twice").empty());
 }
 
 TEST(Call, WrongArgumentTypesListCandidates) {
