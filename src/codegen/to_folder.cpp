@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../ir/repr.h"
+#include "../module/module_dicts.h"
 #include "../serialize/torch_load.h"
-#include "../trace/module_dicts.h"
 #include "write_file.h"
 
 namespace fx {

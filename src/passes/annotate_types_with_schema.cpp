@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "../trace/module_dicts.h"
+#include "../module/module_dicts.h"
 
 namespace fx::passes {
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "../trace/module_dicts.h"
+#include "../module/module_dicts.h"
 #include "copy_graph.h"
 
 namespace fx::passes {

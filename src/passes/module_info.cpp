@@ -6,7 +6,7 @@
 #include "module_info.h"
 
 #include <string_view>
-#include "../trace/nn/python_values.h"
+#include "../nn/python_values.h"
 
 namespace fx::passes::detail {
 

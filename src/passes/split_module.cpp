@@ -1,7 +1,7 @@
 // split_module: torch/fx/passes/split_module.py (torch.fx 2.14), step by step.
 #include <fx/passes/split_module.h>
 
-#include "../trace/module_dicts.h"
+#include "../module/module_dicts.h"
 
 #include <optional>
 #include <unordered_map>

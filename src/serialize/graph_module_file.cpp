@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "../ir/repr.h"
-#include "../trace/module_dicts.h"
+#include "../module/module_dicts.h"
 #include "allocation_budget.h"
 #include "argument_json.h"
 #include "graph_json.h"

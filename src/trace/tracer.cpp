@@ -5,8 +5,8 @@
 #include <fx/tracer.h>
 
 #include "../ir/repr.h"
-#include "module_dicts.h"
-#include "module_paths.h"
+#include "../module/module_dicts.h"
+#include "../module/module_paths.h"
 #include "stack_trace.h"
 #include "tree_node.h"
 

@@ -4,7 +4,7 @@
 
 #include <fx/value.h>
 
-#include "../../ir/repr.h"
+#include "../ir/repr.h"
 
 #include <cstdint>
 #include <optional>
