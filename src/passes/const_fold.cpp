@@ -1,6 +1,7 @@
 #include <fx/passes/const_fold.h>
 
 #include <fx/error.h>
+#include <fx/runtime.h>
 
 #include <torch/torch.h>
 
@@ -115,7 +116,7 @@ at::Tensor folded_tensor(const c10::IValue& v, size_t index) {
   if (v.isInt()) return torch::tensor({static_cast<double>(v.toInt())});  // torch.Tensor([i])
   if (v.isDouble()) return torch::tensor({v.toDouble()});
   throw Error("const_fold: output " + std::to_string(index) + " of the constant subgraph is a " +
-              v.tagKind() +
+              python_type_name(v) +
               ", not a tensor or number; skip the node that makes it with skip_folding_node_fn");
 }
 

@@ -170,6 +170,26 @@ TEST(ConstFold, RandomIsNotFolded) {
   EXPECT_FALSE(folded->has_const_subgraph());
 }
 
+// A constant part whose value is no tensor or number (here a dtype) cannot
+// be folded into an attribute, as in torch.fx: an fx::Error that says so.
+TEST(ConstFold, ADtypeIsNotFoldedIntoATensor) {
+  struct CastLike : fx::Module {
+    at::Tensor w;
+    CastLike() : fx::Module("CastLike") { w = register_parameter("w", torch::ones({3}, torch::kFloat64)); }
+    Value forward(const std::vector<Value>& in) override { return in[0].call_method("to", {param("w", w).dtype()}); }
+  } m;
+  auto folded = fx::passes::split_const_subgraphs(m);
+  ASSERT_TRUE(folded->has_const_subgraph());
+  try {
+    folded->run_folding();
+    FAIL() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of the constant subgraph is a dtype"), std::string::npos) << e.what();
+  }
+  // Unfolded, the dtype is one at run time: x becomes float64.
+  EXPECT_EQ(fx::symbolic_trace(m)->run({torch::ones({3})}).toTensor().scalar_type(), torch::kFloat64);
+}
+
 // An unused in-place call in the non-constant part survives folding: x
 // changes as it does without folding.
 TEST(ConstFold, KeepsUnusedInPlaceCall) {
