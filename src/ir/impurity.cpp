@@ -13,6 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "string_map.h"
 #include "target_entry.h"
 
 namespace fx {
@@ -53,15 +54,10 @@ struct AtenFlags {
   bool returns_none = true;  // every overload returns nothing
 };
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
-};
-
 // aten::<name> -> flags, built once from the dispatcher (every registered operator).
-const std::unordered_map<std::string, AtenFlags, StringHash, std::equal_to<>>& aten_index() {
+const detail::StringMap<AtenFlags>& aten_index() {
   static const auto index = [] {
-    std::unordered_map<std::string, AtenFlags, StringHash, std::equal_to<>> m;
+    detail::StringMap<AtenFlags> m;
     auto& d = c10::Dispatcher::singleton();
     for (const c10::OperatorName& name : d.getAllOpNames()) {
       std::string_view full = name.name;

@@ -9,16 +9,12 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+
+#include "string_map.h"
 
 namespace fx {
 
 namespace {
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
-};
 
 class OverloadIndex final : public c10::OpRegistrationListener {
  public:
@@ -45,7 +41,7 @@ class OverloadIndex final : public c10::OpRegistrationListener {
 
  private:
   std::mutex mu_;
-  std::unordered_map<std::string, std::vector<c10::OperatorName>, StringHash, std::equal_to<>> by_name_;
+  detail::StringMap<std::vector<c10::OperatorName>> by_name_;
 };
 
 OverloadIndex& index() {
