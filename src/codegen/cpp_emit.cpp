@@ -167,11 +167,20 @@ struct PyParam {
   std::optional<Argument> default_value;
 };
 
+// Whether C++ has the ATen overload `name`.`overload` only as a Tensor method
+// (x.view(size)): there is no at::view.
+bool method_only(const std::string& name, const std::string& overload) {
+  static const std::unordered_set<std::string_view> names = {
+#include "aten_method_only.inc"
+  };
+  return names.count(name + "." + (overload.empty() ? "default" : overload)) != 0;
+}
+
 // ---- the emitter ----------------------------------------------------------------
 
 class ForwardEmitter final : public Emitter {
  public:
-  explicit ForwardEmitter(const GraphModule& gm) : gm_(gm) {
+  ForwardEmitter(const GraphModule& gm, const ExtraCalls& extra) : gm_(gm), extra_(extra) {
     // The generated file's helpers and the class's method.
     for (const char* name : {"py_floordiv", "py_mod", "py_slice"}) local_names_.make(name);
     member_names_.make("forward");
@@ -340,6 +349,8 @@ class ForwardEmitter final : public Emitter {
                   std::string(ops->dispatcher_overload()));
     if (t.rfind("torch.", 0) == 0 && t.find('.', 6) == std::string::npos)
       return aten(n, t.substr(6), n->args(), n->kwargs(), false);
+    if (extra_)
+      if (std::optional<CppValue> v = extra_(*this, n)) return std::move(*v);
     fail(n,
          "calls a function export_cpp has no C++ spelling for (supported: operator.*, torch.*, "
          "torch.nn.functional.*, torch.ops.aten.*, getattr)");
@@ -831,7 +842,7 @@ class ForwardEmitter final : public Emitter {
         if (!ok) continue;
         std::vector<std::string> rendered = *call;
         std::string expr;
-        if (method) {
+        if (method || method_only(name, s.overload_name())) {
           if (rendered.empty()) continue;
           std::string self = rendered.front();
           rendered.erase(rendered.begin());
@@ -888,18 +899,30 @@ class ForwardEmitter final : public Emitter {
       bound[j] = list && v.kind == Kind::integer ? cpp_int_list({v.expr}) : v.expr;
     }
     size_t last = 0;
+    size_t options = 0;  // dtype, layout, device and pin_memory: TensorOptions in C++
+    bool options_bound = false;
     for (size_t j = 0; j < params.size(); ++j) {
+      const std::string& name = params[j].name();
+      if (name == "dtype" || name == "layout" || name == "device" || name == "pin_memory") {
+        ++options;
+        options_bound = options_bound || bound[j].has_value();
+      }
       if (bound[j])
         last = j + 1;
       else if (!params[j].default_value())
         return std::nullopt;
     }
+    // The C++ overload that takes them one by one (at::empty(size, dtype,
+    // layout, device, pin_memory, memory_format)) has no defaults: it
+    // takes every argument.
+    if (options == 4 && options_bound) last = params.size();
     std::vector<std::string> out;
     for (size_t j = 0; j < last; ++j) out.push_back(bound[j] ? *bound[j] : render_default(params[j]));
     return out;
   }
 
   const GraphModule& gm_;
+  const ExtraCalls& extra_;
   CppForward out_;
   CppNames local_names_, member_names_;
   std::unordered_map<const Node*, CppValue> values_;
@@ -917,6 +940,8 @@ void Emitter::fail(const Node* n, const std::string& why) {
   throw Error("export_cpp: " + where + " " + why);
 }
 
-CppForward emit_forward(const GraphModule& gm) { return ForwardEmitter(gm).run(); }
+CppForward emit_forward(const GraphModule& gm, const ExtraCalls& extra) {
+  return ForwardEmitter(gm, extra).run();
+}
 
 }  // namespace fx::codegen

@@ -10,6 +10,8 @@
 
 #include <fx/graph_module.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -45,9 +47,15 @@ struct CppForward {
   std::vector<Weight> weights;                       // in order of first use
 };
 
+class Emitter;
+// Writes the call_function nodes whose targets are not Python's or ATen's
+// (fx::compile's kernels): their value, or nothing for a target it does not
+// know.
+using ExtraCalls = std::function<std::optional<CppValue>(Emitter&, const Node*)>;
+
 // Throws fx::Error naming the node for a target (or a use of it) with no C++
 // spelling here.
-CppForward emit_forward(const GraphModule& gm);
+CppForward emit_forward(const GraphModule& gm, const ExtraCalls& extra = {});
 
 // Unique C++ identifiers made from Python names, O(1) per name.
 class CppNames {
@@ -72,7 +80,6 @@ std::string cpp_dtype(c10::ScalarType t);
 std::string cpp_int_list(const std::vector<std::string>& items);
 
 // The statements for one call_module node of an fx::nn leaf (cpp_modules.cpp).
-class Emitter;
 CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& m);
 
 // What emit_module_call needs from the emitter.

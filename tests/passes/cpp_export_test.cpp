@@ -164,6 +164,27 @@ TEST(CppExport, MixedModelIsReadable) {
     EXPECT_NE(forward.find(line), std::string::npos) << line << "\nnot in\n" << forward;
 }
 
+// A captured ATen graph: a factory's dtype, layout, device and pin_memory
+// are TensorOptions in C++, whose one-by-one overload has no defaults; an
+// operator C++ has only as a method (view, expand) is called as one.
+TEST(CppExport, AnAtenGraphCallsWhatCxxHas) {
+  auto gm = fx::capture(
+      [](const std::vector<c10::IValue>& in) {
+        at::Tensor y =
+            in[0].toTensor() + torch::empty({0}, torch::kUInt8).numel() + torch::ones({3}, torch::kFloat);
+        return y.view({3, 1}).expand({3, 2});
+      },
+      {torch::randn({3})});
+  ScratchDir dir("cpp_export_factory");
+  fx::export_cpp(*gm, dir.str("p"));
+  const std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
+  for (const char* call :
+       {"at::empty(at::IntArrayRef{0}, at::kByte, c10::nullopt, c10::nullopt, c10::nullopt, c10::nullopt);",
+        "at::ones({3}, at::kFloat, c10::nullopt, c10::nullopt, c10::nullopt);", "add_1.view({3, 1});",
+        "view.expand({3, 2});"})
+    EXPECT_NE(forward.find(call), std::string::npos) << call << "\nnot in\n" << forward;
+}
+
 TEST(CppExport, BadInputIsAnError) {
   auto gm = traced(corpus().back());
   ScratchDir dir("cpp_export_bad");
@@ -232,8 +253,8 @@ void build_and_compare(const Case& c) {
   const std::string torch = std::string(" -DTorch_DIR='") + FXCPP_TORCH_DIR + "' -DTORCH_CUDA_ARCH_LIST='" +
                             FXCPP_TORCH_CUDA_ARCH_LIST + "'";
   int rc = export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
-                                "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + " && " + cmake + " --build '" +
-                                (project / "build").string() + "' -j2",
+                                "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + " && " + cmake +
+                                " --build '" + (project / "build").string() + "' -j2",
                             log);
   ASSERT_EQ(rc, 0) << export_test::read_text(log);
 
