@@ -27,6 +27,7 @@
 // sees every operator. Run under torch::NoGradGuard or c10::InferenceMode.
 
 #include <fx/capture.h>
+#include <fx/codegen/cpp_export.h>
 #include <fx/graph_module.h>
 
 #include <ATen/core/ivalue.h>
@@ -111,6 +112,19 @@ class CompiledModule {
   // (which may drop this one). Throw fx::Error before the first run.
   GraphModule& compiled_graph() const;
   const CompileReport& report() const;
+
+  // Writes the program of the last compiled call as a standalone LibTorch
+  // project: fx::export_cpp's files (model.h, forward.cpp, main.cpp,
+  // weights.pt, CMakeLists.txt) and the generated kernels, kernels.cpp,
+  // with kernels.h. forward calls each kernel directly on its tensors' data
+  // and the other operators as ATen functions: no fxcpp, no interpreter and
+  // no IValues between them. The project builds for the instruction set of
+  // this processor (CMake option FX_KERNEL_ISA: AVX512, AVX2 or DEFAULT,
+  // for any processor) and serves the sizes the program was compiled for:
+  // other sizes are an error that names the kernel and its input. Throws
+  // fx::Error before the first run, for a program with cond or while_loop,
+  // and as fx::export_cpp does.
+  void export_cpp(const std::string& dir, const CppExportOptions& options = {}) const;
 
  private:
   struct Specialization;

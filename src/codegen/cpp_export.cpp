@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cpp_emit.h"
+#include "cpp_project.h"
 #include "write_file.h"
 
 namespace fx {
@@ -95,13 +96,15 @@ std::string model_cpp(const CppForward& f, const std::string& cls) {
   return out + "}\n";
 }
 
-std::string forward_cpp(const CppForward& f, const std::string& cls) {
+std::string forward_cpp(const CppForward& f, const std::string& cls, const std::string& include) {
   std::string out = "// " + cls +
                     "::forward, exported by fxcpp from the graph: one statement per\n"
                     "// node, each variable named after its node.\n"
-                    "#include \"model.h\"\n"
-                    "\n"
-                    "#include <ATen/TensorIndexing.h>\n";
+                    "#include \"model.h\"\n";
+  if (!include.empty()) out += "#include \"" + include + "\"\n";
+  out +=
+      "\n"
+      "#include <ATen/TensorIndexing.h>\n";
   if (f.body.find("torch::nn::functional::") != std::string::npos)
     out += "#include <torch/nn/functional/activation.h>\n";
   out +=
@@ -231,7 +234,9 @@ std::string main_cpp(const CppForward& f, const std::string& cls) {
          "}\n";
 }
 
-std::string cmake_lists(const std::string& cls) {
+std::string cmake_lists(const std::string& cls, const codegen::ProjectAdditions& add) {
+  std::string sources = "main.cpp model.cpp forward.cpp";
+  for (const std::string& s : add.sources) sources += " " + s;
   return "# " + cls +
          ", exported by fxcpp (export_cpp): builds against an installed LibTorch.\n"
          "cmake_minimum_required(VERSION 3.18)\n"
@@ -241,7 +246,9 @@ std::string cmake_lists(const std::string& cls) {
          "\n"
          "find_package(Torch REQUIRED)\n"
          "\n"
-         "add_executable(fx_model main.cpp model.cpp forward.cpp)\n"
+         "add_executable(fx_model " +
+         sources +
+         ")\n"
          "target_link_libraries(fx_model PRIVATE torch)\n"
          "target_compile_features(fx_model PRIVATE cxx_std_20)\n"  // LibTorch 2.14 needs C++20
          "# The torch wheel keeps its CUDA libraries beside it; the linker must read\n"
@@ -250,18 +257,22 @@ std::string cmake_lists(const std::string& cls) {
          "if(wheel_cuda_dirs)\n"
          "  list(JOIN wheel_cuda_dirs \":\" wheel_cuda_path)\n"
          "  target_link_options(fx_model PRIVATE \"LINKER:-rpath-link,${wheel_cuda_path}\")\n"
-         "endif()\n";
+         "endif()\n" +
+         add.cmake;
 }
 
 }  // namespace
 
-void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOptions& options) {
+namespace codegen {
+
+void write_project(const GraphModule& gm, const std::string& dir, const CppExportOptions& options,
+                   const ProjectAdditions& add) {
   const std::string& cls = options.class_name;
   if (!is_cpp_identifier(cls))
     throw Error("export_cpp: class_name '" + cls +
                 "' is not a C++ identifier (or is a keyword); pick a name like 'FxModule'");
   // Translate first: an unsupported node writes nothing.
-  CppForward f = codegen::emit_forward(gm);
+  CppForward f = codegen::emit_forward(gm, add.calls);
   for (const auto& w : f.weights)
     if (w.member == cls)
       throw Error("export_cpp: class_name '" + cls + "' is also the member for '" + w.path +
@@ -278,9 +289,16 @@ void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOp
   detail::write_file(fs::path(dir) / "weights.pt", std::string(bytes.begin(), bytes.end()), "export_cpp");
   detail::write_file(fs::path(dir) / "model.h", model_h(f, cls), "export_cpp");
   detail::write_file(fs::path(dir) / "model.cpp", model_cpp(f, cls), "export_cpp");
-  detail::write_file(fs::path(dir) / "forward.cpp", forward_cpp(f, cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "forward.cpp", forward_cpp(f, cls, add.forward_include), "export_cpp");
   detail::write_file(fs::path(dir) / "main.cpp", main_cpp(f, cls), "export_cpp");
-  detail::write_file(fs::path(dir) / "CMakeLists.txt", cmake_lists(cls), "export_cpp");
+  detail::write_file(fs::path(dir) / "CMakeLists.txt", cmake_lists(cls, add), "export_cpp");
+  for (const auto& [name, text] : add.files) detail::write_file(fs::path(dir) / name, text, "export_cpp");
+}
+
+}  // namespace codegen
+
+void export_cpp(const GraphModule& gm, const std::string& dir, const CppExportOptions& options) {
+  codegen::write_project(gm, dir, options, {});
 }
 
 }  // namespace fx

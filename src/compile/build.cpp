@@ -46,17 +46,11 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// The instruction set the kernels use, as ATen chooses its own kernels'
-// (CPU_CAPABILITY): AVX512 where this processor has the subsets ATen's
-// AVX512 vectors use, else AVX2 with FMA, else ATen's portable vectors.
-std::string isa_flags() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("fma"))
+// The compiler's flags for an instruction set of host_isa().
+std::string isa_flags(const std::string& isa) {
+  if (isa == "AVX512")
     return "-mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma -DCPU_CAPABILITY=AVX512 -DCPU_CAPABILITY_AVX512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return "-mavx2 -mfma -DCPU_CAPABILITY=AVX2 -DCPU_CAPABILITY_AVX2";
+  if (isa == "AVX2") return "-mavx2 -mfma -DCPU_CAPABILITY=AVX2 -DCPU_CAPABILITY_AVX2";
   return "-DCPU_CAPABILITY=DEFAULT";
 }
 
@@ -101,6 +95,16 @@ std::map<std::string, std::shared_ptr<const Library>> loaded;  // by hash; never
 
 }  // namespace
 
+std::string host_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("fma"))
+    return "AVX512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
+  return "DEFAULT";
+}
+
 void* Library::symbol(const std::string& name) const {
   void* p = dlsym(handle, name.c_str());
   if (!p) throw Error("fx::compile: " + path + " has no kernel " + name + ": remove it from the cache");
@@ -116,7 +120,7 @@ std::shared_ptr<const Library> build_library(const std::string& source, const st
         ", where fxcpp was built against them; kernels include ATen/cpu/vec: reinstall LibTorch there "
         "or rebuild fxcpp against the LibTorch you have");
   const std::string flags =
-      "-std=c++17 -O3 -shared -fPIC -fopenmp -w " + isa_flags() + " -I" + quote(include);
+      "-std=c++17 -O3 -shared -fPIC -fopenmp -w " + isa_flags(host_isa()) + " -I" + quote(include);
   const std::string hash = hex(passes::detail::md5(compiler + "\n" + flags + "\n" + source));
 
   std::lock_guard<std::mutex> lock(loaded_mu);

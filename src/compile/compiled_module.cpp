@@ -198,8 +198,28 @@ struct GraphSource {
   std::string library;  // its path
   bool cache_hit = false;
   std::string source;
-  std::vector<std::string> kernels;  // "name: member member ..."
+  std::vector<std::string> kernels;   // "name: member member ..."
+  std::vector<cd::KernelSite> sites;  // each kernel node's, for export_cpp
 };
+
+// How the kernel node of `k` calls it at the sizes it was compiled for.
+cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form) {
+  cd::KernelSite site{target, k.name, {}, {}, {}, {}};
+  std::vector<std::vector<int64_t>> read;
+  for (Node* in : k.inputs) {
+    const passes::TensorMetadata* m = cd::tensor_meta(*in);
+    site.input_sizes.push_back(m->shape);
+    site.input_strides.push_back(m->stride);
+    read.push_back(*cd::read_strides(m->shape, m->stride, k.shape));
+  }
+  std::optional<std::vector<int64_t>> dims = cd::kernel_dims(form, k.shape, read);
+  if (!dims) throw Error("fx::compile: " + k.name + ": its inputs do not have the form it was written for");
+  site.dims = std::move(*dims);
+  std::vector<int64_t> per_row = k.shape;
+  if (!per_row.empty()) per_row.back() = 1;
+  for (bool full : form.full_outputs) site.output_sizes.push_back(full ? k.shape : per_row);
+  return site;
+}
 
 using Phases = std::vector<std::pair<std::string, double>>;
 
@@ -321,6 +341,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
                     library ? library->path : "",
                     library && library->cache_hit,
                     source,
+                    {},
                     {}};
   for (const cd::Kernel& k : kernels) {
     runs_at[k.members.back()] = &k;
@@ -347,9 +368,10 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     for (int64_t d : k.shape) shape.emplace_back(d);
     args.push_back(list(std::move(shape)));
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
-    register_function(
-        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             generated.forms[&k - kernels.data()]));
+    const cd::KernelForm& form = generated.forms[&k - kernels.data()];
+    register_function(target, std::make_shared<KernelCall>(
+                                  k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)), form));
+    sources[slot].sites.push_back(kernel_site(target.str(), k, form));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;
@@ -399,6 +421,11 @@ struct CompiledModule::Specialization {
   std::unique_ptr<GraphModule> captured;  // owns the attributes the compiled graph reads
   std::unique_ptr<GraphModule> compiled;  // nullptr: these inputs run the original code
   CompileReport report;
+  // What export_cpp writes: the top graph's kernel source and kernel nodes,
+  // and whether the program has branches (which it does not write).
+  std::string source;
+  std::vector<cd::KernelSite> sites;
+  bool branches = false;
 };
 
 namespace {
@@ -437,6 +464,21 @@ const CompileReport& CompiledModule::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!last_) throw Error("fx::CompiledModule::report: nothing is compiled before the first run()");
   return last_->report;
+}
+
+void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& options) const {
+  std::shared_ptr<Specialization> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!last_) throw Error("fx::CompiledModule::export_cpp: nothing is compiled before the first run()");
+    s = last_;
+  }
+  if (s->branches)
+    throw Error(
+        "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an exported "
+        "project "
+        "does not run yet; run it with fx::compile");
+  cd::export_project(*s->compiled, s->source, s->sites, dir, options.class_name);
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
@@ -516,6 +558,9 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     }
     s->report.cache_hit = any && all_hit;
     if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
+    s->source = sources.front().source;
+    s->sites = sources.front().sites;
+    s->branches = sources.size() > 1;
     last_ = s;
   }
   specializations_.push_front(s);

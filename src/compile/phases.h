@@ -7,11 +7,13 @@
 //   schedule(graph, lowered) -> kernels       schedule.cpp
 //   generate_cpp(kernels, ...) -> source      codegen_cpp.cpp
 //   build_library(source, ...) -> library     build.cpp
+//   export_project(compiled, ...) -> files    export_project.cpp (on request)
 //
 // Between them the graph carries meta["tensor_meta"] (ShapeProp) on every
 // node: lowering and scheduling read sizes, strides and dtypes from it.
 
 #include <fx/graph.h>
+#include <fx/graph_module.h>
 #include <fx/passes/shape_prop.h>
 
 #include <c10/util/ArrayRef.h>
@@ -156,5 +158,28 @@ struct Library {
 // missing or fails (naming the source and the log).
 std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,
                                              const std::string& compiler);
+// The instruction set kernels are built for on this processor, as ATen
+// picks its own kernels' (CPU_CAPABILITY): "AVX512" where it has the
+// subsets ATen's AVX512 vectors use, else "AVX2" with FMA, else "DEFAULT"
+// (ATen's portable vectors).
+std::string host_isa();
+
+// ---- export_project.cpp ----------------------------------------------------
+// A kernel node as a standalone program calls it: the layouts of its inputs
+// when it was compiled, the sizes of its outputs, and its `dims` for them.
+struct KernelSite {
+  std::string target;  // the kernel node's
+  std::string name;    // the kernel's function
+  std::vector<std::vector<int64_t>> input_sizes, input_strides;
+  std::vector<std::vector<int64_t>> output_sizes;
+  std::vector<int64_t> dims;
+};
+// Writes export_cpp's project (fx/codegen/cpp_export.h) for `compiled`, a
+// graph whose kernel nodes are `sites`, with `source` as kernels.cpp:
+// forward calls each kernel directly on its tensors' data. fx::Error, before
+// anything is written, for a node the project cannot spell.
+void export_project(const GraphModule& compiled, const std::string& source,
+                    const std::vector<KernelSite>& sites, const std::string& dir,
+                    const std::string& class_name);
 
 }  // namespace fx::compile_detail

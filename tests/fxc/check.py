@@ -130,10 +130,18 @@ def main():
                    check=True, env=env)
     bx = torch.randn(5, 7, 32)
     torch.save([bx], path('block_in.pt'))
-    shutil.rmtree(path('block_debug'), ignore_errors=True)  # left by an earlier run in this folder
+    shutil.rmtree(path('block_debug'), ignore_errors=True)  # left by earlier runs in this folder
+    shutil.rmtree(path('block_cpp'), ignore_errors=True)
     p = fxc('compile', path('block.fxg'), '--inputs', path('block_in.pt'), '--output', path('block_out.pt'),
-            '--debug', path('block_debug'), '-n', '3')
+            '--debug', path('block_debug'), '--emit', path('block_cpp'), '--class-name', 'Block', '-n', '3')
     check(p.stdout.startswith('2 kernels'), f'fxc compile: {p.stdout}')
+    # --emit: the project (tests/compile/export_test.cpp builds such projects)
+    emitted = {name: open(os.path.join(path('block_cpp'), name)).read()
+               for name in ('kernels.cpp', 'kernels.h', 'forward.cpp', 'CMakeLists.txt')}
+    check(emitted['forward.cpp'].count('fx_kernels::cpp_fused_') == 2 and 'Block::forward' in emitted['forward.cpp'],
+          'fxc compile --emit: forward.cpp does not call the two kernels')
+    check('kernels.cpp' in emitted['CMakeLists.txt'] and 'extern "C" void cpp_fused_' in emitted['kernels.cpp'],
+          'fxc compile --emit: no kernels in the project')
     with torch.no_grad():
         expected_block = fxfile.load(path('block.fxg'))(bx)
     check(torch.allclose(torch.load(path('block_out.pt'))[0], expected_block, rtol=1e-4, atol=1e-5),

@@ -1,5 +1,6 @@
-// fxc compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]:
-// fx::compile of a GraphModule file or a .pt2, checked against the file run as it is.
+// fxc compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [--emit DIR [--class-name N]] [-n RUNS]:
+// fx::compile of a GraphModule file or a .pt2, checked against the file run as
+// it is; --emit writes the compiled program as a C++ project.
 #include <fx/compile.h>
 #include <fx/error.h>
 #include <fx/passes/pass_manager.h>
@@ -61,6 +62,11 @@ int compile(const CommandLine& cl) {
   std::printf("median of %zu runs: GraphModule %.3f ms, compiled %.3f ms (%.2fx)\n", runs, interpreted, fused,
               interpreted / fused);
   if (cl.has("--output")) fx::save_values(output_values(out), cl.option("--output"));
+  if (cl.has("--emit")) {
+    compiled->export_cpp(cl.option("--emit"), {.class_name = cl.option_or("--class-name", "FxModule")});
+    std::printf("wrote the C++ project %s (kernels.cpp, forward.cpp, weights.pt, CMakeLists.txt)\n",
+                cl.option("--emit").c_str());
+  }
   return 0;
 }
 

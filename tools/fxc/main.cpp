@@ -65,11 +65,14 @@ const std::vector<Command>& commands() {
         "runs (default 5), on N intra-op threads (default: LibTorch's), and the time loading took.",
         1, {"--inputs", "-n", "--warmup", "--threads"}, {}},
        fxc::bench},
-      {{"compile", "compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [-n RUNS]",
+      {{"compile",
+        "compile FILE --inputs IN.pt [--output OUT.pt] [--debug DIR] [--emit DIR [--class-name N]] [-n RUNS]",
         "Compiles forward with fx::compile (fused C++ kernels, docs/compile.md) for the tensors of\n"
         "IN.pt, checks its outputs against the module's, prints what was fused and the time of each\n"
-        "phase, and times both (median of RUNS runs, default 20). --debug writes the generated source.",
-        1, {"--inputs", "--output", "--debug", "-n"}, {}},
+        "phase, and times both (median of RUNS runs, default 20). --debug writes the generated source.\n"
+        "--emit writes the compiled program as a standalone C++ project (kernels, forward, weights,\n"
+        "CMakeLists.txt) that builds against LibTorch: docs/compile.md, Exporting.",
+        1, {"--inputs", "--output", "--debug", "--emit", "--class-name", "-n"}, {}},
        fxc::compile},
   };
   return c;

@@ -1,0 +1,182 @@
+// fx::CompiledModule::export_cpp: a compiled program as a standalone
+// LibTorch project, source and not a binary, which builds on any machine with
+// LibTorch (and for another processor, with FX_KERNEL_ISA=DEFAULT).
+//
+// export_cpp (src/codegen) writes forward: the ATen calls and the weights.
+// This file adds the kernels: kernels.cpp is the generated source as it is
+// built for fx::compile, and kernels.h has one inline function per kernel,
+// which forward calls in place of the kernel node:
+//
+//   at::Tensor cpp_fused_add_gelu_0 = fx_kernels::cpp_fused_add_gelu_0(mm_default, self._0_bias);
+//
+// Each function checks that its inputs have the sizes the kernel was built
+// for (reading a contiguous copy of one that is laid out otherwise, as the
+// kernel node does), allocates the outputs and calls the kernel with its
+// sizes and strides, `dims`, as constants.
+#include "phases.h"
+
+#include "../codegen/cpp_project.h"
+
+#include <fx/error.h>
+
+#include <unordered_map>
+
+namespace fx::compile_detail {
+
+namespace {
+
+std::string int_list(const std::vector<int64_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+std::string kernel_function(const KernelSite& k) {
+  std::string params, checks, pointers;
+  for (size_t i = 0; i < k.input_sizes.size(); ++i) {
+    const std::string in = "in" + std::to_string(i);
+    params += (i ? ", " : "") + ("at::Tensor " + in);
+    checks += "  input(" + in + ", \"" + k.name + "\", " + std::to_string(i) + ", " +
+              int_list(k.input_sizes[i]) + ", " + int_list(k.input_strides[i]) + ");\n";
+    pointers += (i ? ", " : "") + in + ".data_ptr<float>()";
+  }
+  const bool one = k.output_sizes.size() == 1;
+  std::string out = "inline " + std::string(one ? "at::Tensor " : "std::vector<at::Tensor> ") + k.name + "(" +
+                    params + ") {\n" + checks + "  const float* in[] = {" + pointers + "};\n";
+  std::string outputs, out_pointers;
+  for (size_t o = 0; o < k.output_sizes.size(); ++o) {
+    const std::string name = "out" + std::to_string(o);
+    out += "  at::Tensor " + name + " = at::empty(std::vector<int64_t>" + int_list(k.output_sizes[o]) +
+           ", at::kFloat);\n";
+    outputs += (o ? ", " : "") + name;
+    out_pointers += (o ? ", " : "") + name + ".data_ptr<float>()";
+  }
+  out += "  float* out[] = {" + out_pointers + "};\n";
+  out += "  static const int64_t dims[] = " + int_list(k.dims) + ";\n";
+  out += "  ::" + k.name + "(in, out, dims);\n";
+  out += one ? "  return out0;\n" : "  return {" + outputs + "};\n";
+  return out + "}\n";
+}
+
+std::string kernels_h(const std::vector<KernelSite>& sites) {
+  std::string out =
+      "#pragma once\n"
+      "// The kernels fx::compile generated (kernels.cpp), and one function per\n"
+      "// kernel that forward calls with tensors.\n"
+      "#include <ATen/ATen.h>\n"
+      "\n"
+      "#include <cstdint>\n"
+      "#include <initializer_list>\n"
+      "#include <stdexcept>\n"
+      "#include <string>\n"
+      "#include <vector>\n"
+      "\n"
+      "extern \"C\" {\n";
+  for (const KernelSite& k : sites)
+    out += "void " + k.name + "(const float* const* in, float* const* out, const int64_t* dims);\n";
+  out +=
+      "}\n"
+      "\n"
+      "namespace fx_kernels {\n"
+      "\n"
+      "// A kernel reads float32 CPU tensors of the sizes it was built for, with\n"
+      "// these strides (those of dimensions of size 1 aside, which it does not\n"
+      "// read). An input laid out otherwise is read from a contiguous copy when\n"
+      "// that has them.\n"
+      "inline void input(at::Tensor& t, const char* kernel, int i, std::initializer_list<int64_t> sizes,\n"
+      "                  std::initializer_list<int64_t> strides) {\n"
+      "  auto fits = [&](const at::Tensor& x) {\n"
+      "    size_t d = 0;\n"
+      "    for (int64_t s : strides) {\n"
+      "      if (x.size(static_cast<int64_t>(d)) != 1 && x.stride(static_cast<int64_t>(d)) != s) return "
+      "false;\n"
+      "      ++d;\n"
+      "    }\n"
+      "    return true;\n"
+      "  };\n"
+      "  const std::string where = std::string(kernel) + \": input \" + std::to_string(i);\n"
+      "  if (t.scalar_type() != at::kFloat || !t.device().is_cpu())\n"
+      "    throw std::runtime_error(where + \" is not a float32 CPU tensor\");\n"
+      "  if (t.sizes() != c10::IntArrayRef(sizes))\n"
+      "    throw std::runtime_error(where + \" has sizes \" + c10::str(t.sizes()) +\n"
+      "                             \"; the program was compiled for \" + "
+      "c10::str(c10::IntArrayRef(sizes)));\n"
+      "  if (fits(t)) return;\n"
+      "  t = t.contiguous();\n"
+      "  if (!fits(t))\n"
+      "    throw std::runtime_error(where + \" has strides \" + c10::str(t.strides()) + \"; the kernel reads "
+      "\" +\n"
+      "                             c10::str(c10::IntArrayRef(strides)));\n"
+      "}\n";
+  for (const KernelSite& k : sites) out += "\n" + kernel_function(k);
+  return out + "\n}  // namespace fx_kernels\n";
+}
+
+// The kernels' part of CMakeLists.txt.
+std::string kernels_cmake(const std::string& isa) {
+  return "\n"
+         "# The fused kernels (kernels.cpp), built for an instruction set as ATen\n"
+         "# builds its own (CPU_CAPABILITY). fxcpp chose the exporting processor's;\n"
+         "# DEFAULT builds portable code for any processor.\n"
+         "set(FX_KERNEL_ISA \"" +
+         isa +
+         "\" CACHE STRING \"the kernels' instruction set: AVX512, AVX2 or DEFAULT\")\n"
+         "if(FX_KERNEL_ISA STREQUAL \"AVX512\")\n"
+         "  set(fx_isa_flags -mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma)\n"
+         "  set(fx_isa_definitions CPU_CAPABILITY=AVX512 CPU_CAPABILITY_AVX512)\n"
+         "elseif(FX_KERNEL_ISA STREQUAL \"AVX2\")\n"
+         "  set(fx_isa_flags -mavx2 -mfma)\n"
+         "  set(fx_isa_definitions CPU_CAPABILITY=AVX2 CPU_CAPABILITY_AVX2)\n"
+         "elseif(FX_KERNEL_ISA STREQUAL \"DEFAULT\")\n"
+         "  set(fx_isa_definitions CPU_CAPABILITY=DEFAULT)\n"
+         "else()\n"
+         "  message(FATAL_ERROR \"FX_KERNEL_ISA is AVX512, AVX2 or DEFAULT, not '${FX_KERNEL_ISA}'\")\n"
+         "endif()\n"
+         "find_package(OpenMP REQUIRED)\n"
+         "add_library(fx_kernels OBJECT kernels.cpp)\n"
+         "target_include_directories(fx_kernels PRIVATE ${TORCH_INCLUDE_DIRS})\n"
+         "target_compile_features(fx_kernels PRIVATE cxx_std_17)\n"
+         "target_compile_definitions(fx_kernels PRIVATE ${fx_isa_definitions})\n"
+         "target_compile_options(fx_kernels PRIVATE -O3 ${fx_isa_flags})\n"
+         "target_link_libraries(fx_kernels PRIVATE OpenMP::OpenMP_CXX)\n"
+         "target_sources(fx_model PRIVATE $<TARGET_OBJECTS:fx_kernels>)\n"
+         "target_link_libraries(fx_model PRIVATE OpenMP::OpenMP_CXX)\n";
+}
+
+}  // namespace
+
+void export_project(const GraphModule& compiled, const std::string& source,
+                    const std::vector<KernelSite>& sites, const std::string& dir,
+                    const std::string& class_name) {
+  std::unordered_map<std::string, const KernelSite*> by_target;
+  for (const KernelSite& k : sites) by_target.emplace(k.target, &k);
+  codegen::ProjectAdditions add;
+  add.calls = [&](codegen::Emitter& e, const Node* n) -> std::optional<codegen::CppValue> {
+    auto it = by_target.find(n->target().str());
+    if (it == by_target.end()) return std::nullopt;
+    const KernelSite& k = *it->second;
+    // Its arguments: the kernel's inputs, then the shape it loops over.
+    const Args& args = n->args();
+    if (args.size() != k.input_sizes.size() + 1)
+      codegen::Emitter::fail(n, "passes " + std::to_string(args.size()) + " arguments to a kernel of " +
+                                    std::to_string(k.input_sizes.size()) + " inputs");
+    std::string call = "fx_kernels::" + k.name + "(";
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      codegen::CppValue v = e.value(args[i]);
+      if (v.kind != codegen::Kind::tensor)
+        codegen::Emitter::fail(n, "passes a kernel something other than a tensor");
+      call += (i ? ", " : "") + v.expr;
+    }
+    call += ")";
+    if (k.output_sizes.size() == 1) return codegen::CppValue{call, codegen::Kind::tensor, {}};
+    return codegen::CppValue{call, codegen::Kind::tensor_list, {}};
+  };
+  if (!sites.empty()) {
+    add.files = {{"kernels.cpp", source}, {"kernels.h", kernels_h(sites)}};
+    add.forward_include = "kernels.h";
+    add.cmake = kernels_cmake(host_isa());
+  }
+  codegen::write_project(compiled, dir, CppExportOptions{class_name}, add);
+}
+
+}  // namespace fx::compile_detail

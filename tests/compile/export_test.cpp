@@ -1,0 +1,223 @@
+// fx::CompiledModule::export_cpp: a compiled program as a standalone C++
+// project. The files and errors here; CompiledExportBuild (the ctest
+// `compile.export.build`, label `export`) builds the projects with cmake
+// against the LibTorch fxcpp is built against and compares their outputs
+// with the compiled module's.
+#include <fx/compile.h>
+#include <fx/control_flow.h>
+#include <fx/error.h>
+#include <fx/fx.h>
+#include <fx/models/batch_norm_statistics.h>
+#include <fx/models/resnet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "../passes/export_util.h"
+
+namespace {
+
+using export_test::ScratchDir;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+
+fx::CompileOptions options_in(const ScratchDir& dir) {
+  fx::CompileOptions o;
+  o.cache_dir = dir.str("cache");
+  return o;
+}
+
+// A block of two kernels: a bias and GELU after a matrix product, then after
+// another one a row kernel of its bias, a LayerNorm and a softmax whose row
+// maximum is an output too (a kernel of two outputs).
+struct Block {
+  torch::nn::Linear up{torch::nn::Linear(24, 40)};
+  torch::nn::Linear down{torch::nn::Linear(40, 40)};
+  torch::nn::LayerNorm norm{torch::nn::LayerNormOptions({40})};
+  torch::nn::Sequential root{up, down, norm};
+
+  c10::IValue operator()(const std::vector<c10::IValue>& in) {
+    at::Tensor h = norm->forward(down->forward(torch::gelu(up->forward(in[0].toTensor()))));
+    at::Tensor m = h.amax(-1, true);
+    at::Tensor e = (h - m).exp();
+    return c10::ivalue::Tuple::create({e / e.sum(-1, true), m * 2.0});
+  }
+};
+
+TEST(CompiledExport, WritesTheKernelsAndAForwardThatCallsThem) {
+  ScratchDir dir("compiled_export_files");
+  torch::manual_seed(0);
+  Block block;
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(*block.root, block, options_in(dir));
+  compiled->run({torch::randn({6, 24})});
+  ASSERT_EQ(compiled->report().kernels, 2u);
+  compiled->export_cpp(dir.str("project"), {.class_name = "Block"});
+
+  const fs::path p = dir.path() / "project";
+  for (const char* f : {"model.h", "model.cpp", "forward.cpp", "main.cpp", "weights.pt", "CMakeLists.txt",
+                        "kernels.cpp", "kernels.h"})
+    EXPECT_TRUE(fs::exists(p / f)) << f;
+  // kernels.cpp is the source fx::compile built.
+  const std::string built =
+      export_test::read_text(fs::path(compiled->report().library).replace_extension(".cpp"));
+  EXPECT_EQ(export_test::read_text(p / "kernels.cpp"), built);
+  const std::string forward = export_test::read_text(p / "forward.cpp");
+  const std::string kernels = export_test::read_text(p / "kernels.h");
+  EXPECT_THAT(forward, HasSubstr("#include \"kernels.h\""));
+  EXPECT_THAT(forward, HasSubstr("at::mm("));
+  size_t calls = 0;
+  for (fx::Node* n : compiled->compiled_graph().graph().nodes()) {
+    const std::string& t = n->target().str();
+    if (n->op() != fx::Op::call_function || t.rfind("fxcpp.compiled.", 0) != 0) continue;
+    const std::string name = t.substr(t.rfind('.') + 1);
+    ++calls;
+    EXPECT_THAT(forward, HasSubstr("fx_kernels::" + name + "("));
+    EXPECT_THAT(kernels, HasSubstr("void " + name + "(const float* const* in, float* const* out"));
+    EXPECT_THAT(kernels, HasSubstr("::" + name + "(in, out, dims);"));
+  }
+  EXPECT_EQ(calls, 2u);
+  // The kernel of two outputs gives both.
+  EXPECT_THAT(kernels, HasSubstr("return {out0, out1};"));
+  const std::string cmake = export_test::read_text(p / "CMakeLists.txt");
+  EXPECT_THAT(cmake, HasSubstr("add_library(fx_kernels OBJECT kernels.cpp)"));
+  EXPECT_THAT(cmake, HasSubstr("set(FX_KERNEL_ISA \""));
+}
+
+TEST(CompiledExport, AProgramWithNoKernelIsPlainExportCpp) {
+  ScratchDir dir("compiled_export_none");
+  auto compiled = fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(0); },
+                              options_in(dir));
+  compiled->run({torch::randn({3, 4})});
+  ASSERT_EQ(compiled->report().kernels, 0u);
+  compiled->export_cpp(dir.str("project"));
+  EXPECT_FALSE(fs::exists(dir.path() / "project" / "kernels.cpp"));
+  EXPECT_THAT(export_test::read_text(dir.path() / "project" / "forward.cpp"),
+              testing::Not(HasSubstr("kernels.h")));
+}
+
+TEST(CompiledExport, WhatItCannotWriteIsAnErrorBeforeAnyFile) {
+  ScratchDir dir("compiled_export_errors");
+  auto compiled = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return torch::sigmoid(in[0].toTensor()) * 2.0 + 1.0; },
+      options_in(dir));
+  EXPECT_THAT([&] { compiled->export_cpp(dir.str("early")); },
+              testing::ThrowsMessage<fx::Error>(HasSubstr("nothing is compiled before the first run()")));
+  compiled->run({torch::randn({4, 4})});
+  EXPECT_THAT([&] { compiled->export_cpp(dir.str("bad"), {.class_name = "not a name"}); },
+              testing::ThrowsMessage<fx::Error>(HasSubstr("is not a C++ identifier")));
+  EXPECT_FALSE(fs::exists(dir.path() / "bad"));
+
+  torch::NoGradGuard no_grad;
+  auto with_cond = fx::compile(
+      [](const std::vector<c10::IValue>& in) -> c10::IValue {
+        at::Tensor x = in[0].toTensor();
+        return fx::cond(
+            x.sum() > 0, [](const fx::Tensors& t) { return fx::Tensors{torch::sigmoid(t[0]) * 2.0 + 1.0}; },
+            [](const fx::Tensors& t) { return fx::Tensors{torch::tanh(t[0] - 1.0) * t[0]}; }, {x})[0];
+      },
+      options_in(dir));
+  with_cond->run({torch::rand({3, 5})});
+  EXPECT_THAT([&] { with_cond->export_cpp(dir.str("cond")); },
+              testing::ThrowsMessage<fx::Error>(HasSubstr("cond or while_loop branches")));
+  EXPECT_FALSE(fs::exists(dir.path() / "cond"));
+}
+
+// ---- building and running the projects ---------------------------------------
+
+int cmake_build(const fs::path& project, const std::string& extra, const fs::path& log) {
+  const char* cmake_env = std::getenv("FXCPP_CMAKE");
+  const std::string cmake = cmake_env ? cmake_env : "cmake";
+  const std::string launcher =
+      std::system("command -v ccache > /dev/null 2>&1") == 0 ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache" : "";
+  const std::string torch = std::string(" -DTorch_DIR='") + FXCPP_TORCH_DIR + "' -DTORCH_CUDA_ARCH_LIST='" +
+                            FXCPP_TORCH_CUDA_ARCH_LIST + "'";
+  return export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
+                              "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + extra + " && " + cmake +
+                              " --build '" + (project / "build").string() + "' -j2",
+                          log);
+}
+
+// Runs the built fx_model on `inputs`; its exit status, the output in `out`.
+int run_model(const ScratchDir& dir, const std::vector<c10::IValue>& inputs, c10::IValue& out) {
+  const fs::path project = dir.path() / "project";
+  export_test::save_ivalue(dir.path() / "input.pt", c10::ivalue::Tuple::create(inputs));
+  std::ostringstream command;
+  command << project / "build" / "fx_model" << ' ' << project / "weights.pt" << ' ' << dir.path() / "input.pt"
+          << ' ' << dir.path() / "output.pt";
+  const int rc = export_test::run(command.str(), dir.path() / "run.log");
+  if (rc == 0) out = export_test::load_ivalue(dir.path() / "output.pt");
+  return rc;
+}
+
+void expect_same(const c10::IValue& got, const c10::IValue& want) {
+  std::vector<c10::IValue> g =
+      got.isTuple() ? got.toTupleRef().elements().vec() : std::vector<c10::IValue>{got};
+  std::vector<c10::IValue> w =
+      want.isTuple() ? want.toTupleRef().elements().vec() : std::vector<c10::IValue>{want};
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    at::Tensor a = g[i].toTensor(), b = w[i].toTensor();
+    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << i;
+    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6)) << "output " << i << ": " << (a - b).abs().max();
+  }
+}
+
+// Compiling a LibTorch project takes a minute or more: these run only in the
+// ctest `compile.export.build` (label `export`), which sets FXCPP_EXPORT_BUILD.
+class CompiledExportBuild : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::getenv("FXCPP_EXPORT_BUILD")) GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=1 to build the projects";
+  }
+};
+
+TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
+  ScratchDir dir("compiled_export_build");
+  torch::manual_seed(0);
+  Block block;
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(*block.root, block, options_in(dir));
+  const at::Tensor x = torch::randn({6, 24});
+  const c10::IValue want = compiled->run({x});
+  compiled->export_cpp(dir.str("project"), {.class_name = "Block"});
+  const fs::path project = dir.path() / "project";
+  ASSERT_EQ(cmake_build(project, "", dir.path() / "build.log"), 0)
+      << export_test::read_text(dir.path() / "build.log");
+  c10::IValue got;
+  ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
+  expect_same(got, want);
+  // A transposed input is read from a copy; another size is an error that
+  // names the kernel.
+  ASSERT_EQ(run_model(dir, {torch::randn({24, 6}).t()}, got), 0)
+      << export_test::read_text(dir.path() / "run.log");
+  EXPECT_EQ(run_model(dir, {torch::randn({5, 24})}, got), 1);
+  EXPECT_THAT(export_test::read_text(dir.path() / "run.log"), HasSubstr("the program was compiled for [6, "));
+  // Portable kernels (for another processor): the same outputs.
+  ASSERT_EQ(cmake_build(project, " -DFX_KERNEL_ISA=DEFAULT", dir.path() / "build.log"), 0)
+      << export_test::read_text(dir.path() / "build.log");
+  ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
+  expect_same(got, want);
+}
+
+TEST_F(CompiledExportBuild, AResNetProjectComputesWhatTheCompiledModuleComputes) {
+  ScratchDir dir("compiled_export_resnet");
+  torch::manual_seed(0);
+  auto resnet = fx::models::resnet18(10);
+  fx::models::randomize_batch_norm_statistics(*resnet);
+  resnet->eval();
+  torch::NoGradGuard no_grad;
+  std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(*resnet);
+  auto compiled = fx::compile(*gm, options_in(dir));
+  const at::Tensor x = torch::randn({2, 3, 64, 64});
+  const c10::IValue want = compiled->run({x});
+  ASSERT_GE(compiled->report().kernels, 8u);
+  compiled->export_cpp(dir.str("project"), {.class_name = "ResNet18"});
+  ASSERT_EQ(cmake_build(dir.path() / "project", "", dir.path() / "build.log"), 0)
+      << export_test::read_text(dir.path() / "build.log");
+  c10::IValue got;
+  ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
+  expect_same(got, want);
+}
+
+}  // namespace
