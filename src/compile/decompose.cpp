@@ -1,6 +1,7 @@
 // Phase 1 of fx::compile: operators rewritten into the ones the lowering
-// fuses, as Inductor's decomposition table does: addmm's bias; softmax,
-// log_softmax and layer_norm over the last dimension as reductions and
+// fuses, as Inductor's decomposition table does: addmm's bias; reductions
+// over the last dimension without keepdim as ones with keepdim and a view;
+// softmax, log_softmax and layer_norm over the last dimension as reductions and
 // pointwise operators, which the scheduler puts back together as one row
 // kernel with what comes before and after them; batch norm in eval mode as
 // pointwise operators. Only float32 is rewritten:
@@ -186,6 +187,29 @@ bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
   return true;
 }
 
+// sum, mean, amax or amin over the last dimension without keepdim, of a
+// value the lowering fuses: the reduction with keepdim, then a view without
+// the last dimension, so that the reduction joins the row kernel of what it
+// reduces ((x * x).mean(-1) is one kernel and a view).
+bool reduction_without_keepdim(Graph& graph, Node* n) {
+  const Args& args = n->args();
+  if (args.size() < 2 || args.size() > 3 || !args[1].is<List>() || args[1].get<List>().items.size() != 1)
+    return false;
+  if (args.size() == 3 && (!args[2].is<bool>() || args[2].get<bool>())) return false;
+  for (const auto& [key, value] : n->kwargs())
+    if (key != "dtype" || !value.is_none()) return false;
+  const passes::TensorMetadata* m = last_dim_float(args[0], args[1].get<List>().items[0]);
+  const passes::TensorMetadata* out = tensor_meta(*n);
+  if (!m || !out || !lower(*args[0].node())) return false;
+  Emitter e(graph, n);
+  Node* kept = e.call(n->target().str().c_str(), {args[0], kLastDim, true}, per_row(*m));
+  List shape;
+  for (int64_t d : out->shape) shape.items.emplace_back(d);
+  n->replace_all_uses_with(e.call("torch.ops.aten.view.default", {kept, shape}, contiguous(*out)));
+  graph.erase_node(n);
+  return true;
+}
+
 }  // namespace
 
 size_t decompose(Graph& graph) {
@@ -217,6 +241,10 @@ size_t decompose(Graph& graph) {
     rewritten += softmax(graph, n, false);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax.default")))
     rewritten += softmax(graph, n, true);
+  for (const char* reduction : {"torch.ops.aten.sum.dim_IntList", "torch.ops.aten.mean.dim",
+                                 "torch.ops.aten.amax.default", "torch.ops.aten.amin.default"})
+    for (Node* n : graph.find_nodes(Op::call_function, Target(reduction)))
+      rewritten += reduction_without_keepdim(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_layer_norm.default")))
     rewritten += layer_norm(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_batch_norm.default")))

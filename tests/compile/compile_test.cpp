@@ -211,6 +211,46 @@ TEST(Compile, AValuePerRowCanBeAnOutput) {
   EXPECT_EQ(other->report().kernels, 0u);
 }
 
+// A reduction over the last dimension without keepdim joins the kernel of
+// what it reduces: the kernel writes a value per row, a view drops the
+// dimension.
+TEST(Compile, AReductionWithoutKeepdimFusesWithWhatItReduces) {
+  auto fn = [](const at::Tensor& x) {
+    return std::make_tuple((x * x + 1.0).mean(-1), x.exp().amax(1), (x - 1.0).sum(-1), x.sigmoid().amin(-1));
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c, d] = fn(in[0].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c, d});
+      },
+      fresh_options());
+  at::Tensor x = torch::randn({6, 21});
+  auto got = compiled->run({x}).toTupleRef().elements();
+  auto [a, b, c, d] = fn(x);
+  expect_close(got[0].toTensor(), a);
+  expect_close(got[1].toTensor(), b);
+  expect_close(got[2].toTensor(), c);
+  expect_close(got[3].toTensor(), d);
+  // One row kernel each (no horizontal fusion yet), with its prologue.
+  EXPECT_EQ(compiled->report().kernels, 4u);
+  EXPECT_EQ(compiled->report().fused_nodes, 9u);
+  EXPECT_THAT(compiled->compiled_graph().graph().to_string(), HasSubstr("torch.ops.aten.view.default"));
+  // A tensor of one dimension reduces to a 0-dim one.
+  auto scalar = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2.0).sum(-1); }, fresh_options());
+  at::Tensor v = torch::randn({37});
+  at::Tensor s = scalar->run({v}).toTensor();
+  EXPECT_EQ(s.dim(), 0);
+  expect_close(s, (v * 2.0).sum(-1));
+  EXPECT_EQ(scalar->report().kernels, 1u);
+  // With nothing to fuse before it, the reduction stays one ATen call.
+  auto alone =
+      fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(-1); }, fresh_options());
+  expect_close(alone->run({x}).toTensor(), x.sum(-1));
+  EXPECT_EQ(alone->report().kernels, 0u);
+  EXPECT_EQ(alone->report().extern_nodes, 1u);
+}
+
 // Traced models compiled as GraphModules: convolutions, batch norms and
 // matrix products stay ATen calls, what is around them fuses.
 void expect_compiled_model_matches(fx::Module& model, at::Tensor x, size_t min_kernels) {
