@@ -125,42 +125,14 @@ TEST(CompiledExport, WhatItCannotWriteIsAnErrorBeforeAnyFile) {
 
 // ---- building and running the projects ---------------------------------------
 
-int cmake_build(const fs::path& project, const std::string& extra, const fs::path& log) {
-  const char* cmake_env = std::getenv("FXCPP_CMAKE");
-  const std::string cmake = cmake_env ? cmake_env : "cmake";
-  const std::string launcher =
-      std::system("command -v ccache > /dev/null 2>&1") == 0 ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache" : "";
-  const std::string torch = std::string(" -DTorch_DIR='") + FXCPP_TORCH_DIR + "' -DTORCH_CUDA_ARCH_LIST='" +
-                            FXCPP_TORCH_CUDA_ARCH_LIST + "'";
-  return export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
-                              "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + extra + " && " + cmake +
-                              " --build '" + (project / "build").string() + "' -j2",
-                          log);
-}
-
 // Runs the built fx_model on `inputs`; its exit status, the output in `out`.
 int run_model(const ScratchDir& dir, const std::vector<c10::IValue>& inputs, c10::IValue& out) {
   const fs::path project = dir.path() / "project";
   export_test::save_ivalue(dir.path() / "input.pt", c10::ivalue::Tuple::create(inputs));
-  std::ostringstream command;
-  command << project / "build" / "fx_model" << ' ' << project / "weights.pt" << ' ' << dir.path() / "input.pt"
-          << ' ' << dir.path() / "output.pt";
-  const int rc = export_test::run(command.str(), dir.path() / "run.log");
+  const int rc = export_test::run_model(project, dir.path() / "input.pt", dir.path() / "output.pt",
+                                        dir.path() / "run.log");
   if (rc == 0) out = export_test::load_ivalue(dir.path() / "output.pt");
   return rc;
-}
-
-void expect_same(const c10::IValue& got, const c10::IValue& want) {
-  std::vector<c10::IValue> g =
-      got.isTuple() ? got.toTupleRef().elements().vec() : std::vector<c10::IValue>{got};
-  std::vector<c10::IValue> w =
-      want.isTuple() ? want.toTupleRef().elements().vec() : std::vector<c10::IValue>{want};
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    at::Tensor a = g[i].toTensor(), b = w[i].toTensor();
-    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << i;
-    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6)) << "output " << i << ": " << (a - b).abs().max();
-  }
 }
 
 // Compiling a LibTorch project takes a minute or more: these run only in the
@@ -182,11 +154,11 @@ TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
   const c10::IValue want = compiled->run({x});
   compiled->export_cpp(dir.str("project"), {.class_name = "Block"});
   const fs::path project = dir.path() / "project";
-  ASSERT_EQ(cmake_build(project, "", dir.path() / "build.log"), 0)
+  ASSERT_EQ(export_test::cmake_build(project, "", dir.path() / "build.log"), 0)
       << export_test::read_text(dir.path() / "build.log");
   c10::IValue got;
   ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
-  expect_same(got, want);
+  export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
   // A transposed input is read from a copy; another size is an error that
   // names the kernel.
   ASSERT_EQ(run_model(dir, {torch::randn({24, 6}).t()}, got), 0)
@@ -194,10 +166,10 @@ TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
   EXPECT_EQ(run_model(dir, {torch::randn({5, 24})}, got), 1);
   EXPECT_THAT(export_test::read_text(dir.path() / "run.log"), HasSubstr("the program was compiled for [6, "));
   // Portable kernels (for another processor): the same outputs.
-  ASSERT_EQ(cmake_build(project, " -DFX_KERNEL_ISA=DEFAULT", dir.path() / "build.log"), 0)
+  ASSERT_EQ(export_test::cmake_build(project, " -DFX_KERNEL_ISA=DEFAULT", dir.path() / "build.log"), 0)
       << export_test::read_text(dir.path() / "build.log");
   ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
-  expect_same(got, want);
+  export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
 }
 
 TEST_F(CompiledExportBuild, AResNetProjectComputesWhatTheCompiledModuleComputes) {
@@ -213,11 +185,11 @@ TEST_F(CompiledExportBuild, AResNetProjectComputesWhatTheCompiledModuleComputes)
   const c10::IValue want = compiled->run({x});
   ASSERT_GE(compiled->report().kernels, 8u);
   compiled->export_cpp(dir.str("project"), {.class_name = "ResNet18"});
-  ASSERT_EQ(cmake_build(dir.path() / "project", "", dir.path() / "build.log"), 0)
+  ASSERT_EQ(export_test::cmake_build(dir.path() / "project", "", dir.path() / "build.log"), 0)
       << export_test::read_text(dir.path() / "build.log");
   c10::IValue got;
   ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
-  expect_same(got, want);
+  export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
 }
 
 }  // namespace

@@ -245,26 +245,14 @@ void build_and_compare(const Case& c) {
   const auto project = dir.path() / "project";
   fx::export_cpp(*gm, project.string());
 
-  const char* cmake_env = std::getenv("FXCPP_CMAKE");
-  std::string cmake = cmake_env ? cmake_env : "cmake";
-  std::string launcher =
-      std::system("command -v ccache > /dev/null 2>&1") == 0 ? " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache" : "";
   auto log = dir.path() / "build.log";
-  const std::string torch = std::string(" -DTorch_DIR='") + FXCPP_TORCH_DIR + "' -DTORCH_CUDA_ARCH_LIST='" +
-                            FXCPP_TORCH_CUDA_ARCH_LIST + "'";
-  int rc = export_test::run(cmake + " -S '" + project.string() + "' -B '" + (project / "build").string() +
-                                "' -DCMAKE_BUILD_TYPE=Release" + torch + launcher + " && " + cmake +
-                                " --build '" + (project / "build").string() + "' -j2",
-                            log);
+  int rc = export_test::cmake_build(project, "", log);
   ASSERT_EQ(rc, 0) << export_test::read_text(log);
 
   torch::manual_seed(1);
   at::Tensor x = torch::randn(c.input_shape);
   export_test::save_ivalue(dir.path() / "input.pt", x);
-  rc = export_test::run("'" + (project / "build" / "fx_model").string() + "' '" +
-                            (project / "weights.pt").string() + "' '" + dir.str("input.pt") + "' '" +
-                            dir.str("output.pt") + "'",
-                        log);
+  rc = export_test::run_model(project, dir.path() / "input.pt", dir.path() / "output.pt", log);
   ASSERT_EQ(rc, 0) << export_test::read_text(log);
 
   c10::IValue got = export_test::load_ivalue(dir.path() / "output.pt");
@@ -273,17 +261,7 @@ void build_and_compare(const Case& c) {
     torch::NoGradGuard no_grad;
     want = gm->run({x});
   }
-  std::vector<c10::IValue> g =
-      got.isTuple() ? got.toTupleRef().elements().vec() : std::vector<c10::IValue>{got};
-  std::vector<c10::IValue> w =
-      want.isTuple() ? want.toTupleRef().elements().vec() : std::vector<c10::IValue>{want};
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    at::Tensor a = g[i].toTensor(), b = w[i].toTensor();
-    ASSERT_EQ(a.sizes(), b.sizes()) << "output " << i;
-    ASSERT_EQ(a.scalar_type(), b.scalar_type()) << "output " << i;
-    EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-5)) << "output " << i << ": " << (a - b).abs().max();
-  }
+  export_test::expect_same_outputs(got, want, 1e-4, 1e-5);
 }
 
 // Compiling a LibTorch project takes a minute or more: these run only in the
