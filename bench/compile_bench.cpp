@@ -7,7 +7,10 @@
 // GELU + Linear(3072, 768) on 128 tokens (matrix products stay ATen calls;
 // the biases and GELU fuse); and a ResNet bottleneck's 1x1 convolution with
 // its batch norm (eval) and ReLU (the normalization and ReLU fuse after the
-// convolution). bench/fx_compile_bench.py times the same programs
+// convolution); two chains of ten pointwise operators on 4M floats, one
+// arithmetic, one with a sigmoid and a tanh, beside the copy floor (x.clone(): one read and one write of the
+// tensor, as the fused kernel's); RMSNorm; gelu(x @ W + b) alone; and log_softmax + nll_loss.
+// bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
 //
@@ -16,8 +19,9 @@
 // Prints one JSON object: per program, the first call's time (capture and
 // build; the kernel cache is a fresh directory), the first call's times at a
 // second and a third size (a smaller first dimension: the second builds the
-// dynamic kernels, the third only captures) and, for each row, the median,
-// min and max of N timed calls after 3 untimed ones.
+// dynamic kernels, the third only captures; log_softmax + nll_loss's labels
+// are cut alike) and, for each row, the median, min and max of N
+// timed calls after 3 untimed ones.
 #include <fx/compile.h>
 #include <torch/torch.h>
 
@@ -33,6 +37,23 @@ namespace {
 
 at::Tensor chain(const at::Tensor& x, const at::Tensor& b) {
   return torch::sigmoid(torch::relu(x * b + 1.0)) * x - 0.5;
+}
+
+// Ten pointwise operators: one read of x and b, one write, when fused.
+// Arithmetic only (memory-bound), and with a sigmoid and a tanh (bound by
+// their vector code).
+at::Tensor arithmetic10(const at::Tensor& x, const at::Tensor& b) {
+  at::Tensor t = torch::relu(x * b + 1.0) * 0.5 - x;
+  return torch::abs((t + x) * 2.0 - 1.0) * x;
+}
+
+at::Tensor chain10(const at::Tensor& x, const at::Tensor& b) {
+  at::Tensor t = torch::relu(x * b + 1.0) * 0.5 - x;
+  return torch::tanh((torch::sigmoid(t) + x) * 2.0 - 1.0);
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) {
+  return x * torch::rsqrt((x * x).mean(-1, true) + 1e-6) * w;
 }
 
 using Inputs = std::vector<c10::IValue>;
@@ -53,20 +74,26 @@ double first_call(const char* name, fx::CompiledModule& compiled,
 // One program: the first call of `compiled` (capture and build), both
 // timed, then the first calls at two other sizes (the first input with a
 // smaller first dimension). Prints its JSON object.
+// `floor`, when given, is timed as a third row: what the program cannot beat.
+// `batched`: how many inputs, from the first, are cut at other sizes.
 void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
              const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
-             double atol, bool last) {
+             double atol, bool last, const std::function<void()>& floor = {}, size_t batched = 1) {
   const double first_ms = first_call(name, compiled, eager, inputs, rtol, atol);
   std::printf("{\"program\": \"%s\", \"first_call_ms\": %.1f, ", name, first_ms);
-  fxbench::print_rows({fxbench::time_runs("eager", 3, flags.runs, [&] { eager(inputs); }),
-                       fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled.run(inputs); })});
+  std::vector<fxbench::Row> rows = {
+      fxbench::time_runs("eager", 3, flags.runs, [&] { eager(inputs); }),
+      fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled.run(inputs); })};
+  if (floor) rows.push_back(fxbench::time_runs("floor", 3, flags.runs, floor));
+  fxbench::print_rows(rows);
   // The first call at a second size (fx::compile builds dynamic kernels),
   // then at a third (they serve it).
   const at::Tensor& x = inputs[0].toTensor();
   double ms[2];
   for (int i = 0; i < 2; ++i) {
     Inputs resized = inputs;
-    resized[0] = x.narrow(0, 0, x.size(0) * (3 - i) / 4).contiguous();
+    for (size_t j = 0; j < batched; ++j)
+      resized[j] = resized[j].toTensor().narrow(0, 0, x.size(0) * (3 - i) / 4).contiguous();
     ms[i] = first_call(name, compiled, eager, resized, rtol, atol);
   }
   std::printf(", \"second_size_first_call_ms\": %.1f, \"third_size_first_call_ms\": %.1f}%s", ms[0], ms[1],
@@ -139,7 +166,47 @@ int main(int argc, char** argv) try {
       fx::compile(*conv_bn, fn([&](const auto& in) { return conv_bn->forward(in[0].toTensor()); }), options);
   program(
       "Conv1x1 + BatchNorm + ReLU [8, 64, 28, 28]", flags, *conv_block,
-      [&](const Inputs& in) { return conv_bn->forward(in[0].toTensor()); }, {maps}, 1e-4, 1e-5, true);
+      [&](const Inputs& in) { return conv_bn->forward(in[0].toTensor()); }, {maps}, 1e-4, 1e-5, false);
+
+  at::Tensor big = torch::randn({4096, 1024}), big_b = torch::randn({1024});
+  auto arithmetic = fx::compile(
+      fn([](const auto& in) { return arithmetic10(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "10 arithmetic ops [4096, 1024], copy floor", flags, *arithmetic,
+      [&](const Inputs& in) { return arithmetic10(in[0].toTensor(), in[1].toTensor()); }, {big, big_b}, 1e-5,
+      1e-6, false, [&] { big.clone(); });
+  auto pointwise10 =
+      fx::compile(fn([](const auto& in) { return chain10(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "10 ops with sigmoid and tanh [4096, 1024], copy floor", flags, *pointwise10,
+      [&](const Inputs& in) { return chain10(in[0].toTensor(), in[1].toTensor()); }, {big, big_b}, 1e-5, 1e-6,
+      false, [&] { big.clone(); });
+
+  at::Tensor rms_w = torch::randn({768});
+  auto rms =
+      fx::compile(fn([](const auto& in) { return rms_norm(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "RMSNorm(768) [512, 768]", flags, *rms,
+      [&](const Inputs& in) { return rms_norm(in[0].toTensor(), in[1].toTensor()); }, {hidden, rms_w}, 1e-4,
+      1e-5, false);
+
+  torch::nn::Sequential up(torch::nn::Linear(768, 3072), torch::nn::GELU());
+  auto up_block =
+      fx::compile(*up, fn([&](const auto& in) { return up->forward(in[0].toTensor()); }), options);
+  program(
+      "gelu(x @ W + b) 128x768 -> 3072", flags, *up_block,
+      [&](const Inputs& in) { return up->forward(in[0].toTensor()); }, {tokens}, 1e-4, 1e-5, false);
+
+  at::Tensor logits = torch::randn({512, 1000}), labels = torch::randint(1000, {512});
+  auto nll_fn = [](const at::Tensor& l, const at::Tensor& t) {
+    return torch::nll_loss(torch::log_softmax(l, -1), t);
+  };
+  auto nll =
+      fx::compile(fn([&](const auto& in) { return nll_fn(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "log_softmax + nll_loss [512, 1000]", flags, *nll,
+      [&](const Inputs& in) { return nll_fn(in[0].toTensor(), in[1].toTensor()); }, {logits, labels}, 1e-4,
+      1e-5, true, {}, 2);
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

@@ -23,6 +23,30 @@ def chain(x, b):
     return torch.sigmoid(torch.relu(x * b + 1.0)) * x - 0.5
 
 
+def arithmetic10(x, b):
+    t = torch.relu(x * b + 1.0) * 0.5 - x
+    return torch.abs((t + x) * 2.0 - 1.0) * x
+
+
+def chain10(x, b):
+    t = torch.relu(x * b + 1.0) * 0.5 - x
+    return torch.tanh((torch.sigmoid(t) + x) * 2.0 - 1.0)
+
+
+def rms_norm(x, w):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def nll(logits, labels):
+    return torch.nn.functional.nll_loss(torch.log_softmax(logits, -1), labels)
+
+
+def resized(inputs, i, batched):
+    """The first `batched` inputs cut to (3 - i) / 4 of the first one's first dimension."""
+    n = inputs[0].shape[0] * (3 - i) // 4
+    return [x[:n].contiguous() if j < batched else x for j, x in enumerate(inputs)]
+
+
 def first_call(name, compiled, eager, inputs, rtol, atol):
     t0 = time.perf_counter()
     compiled(*inputs)
@@ -31,14 +55,13 @@ def first_call(name, compiled, eager, inputs, rtol, atol):
     return ms
 
 
-def program(name, runs, eager, inputs, rtol, atol):
+def program(name, runs, eager, inputs, rtol, atol, batched=1):
     """torch.compile of `eager`: its first call, a check, both timed, then the first call at a second size."""
     compiled = torch.compile(eager)
     first_ms = first_call(name, compiled, eager, inputs, rtol, atol)
     rows = [time_forward("eager", runs, lambda: eager(*inputs)),
             time_forward("compiled", runs, lambda: compiled(*inputs))]
-    ms = [first_call(name, compiled, eager, [inputs[0][: inputs[0].shape[0] * (3 - i) // 4].contiguous()] + inputs[1:],
-                     rtol, atol) for i in range(2)]
+    ms = [first_call(name, compiled, eager, resized(inputs, i, batched), rtol, atol) for i in range(2)]
     return {"program": name, "first_call_ms": first_ms, "rows": rows,
             "second_size_first_call_ms": ms[0], "third_size_first_call_ms": ms[1]}
 
@@ -55,6 +78,7 @@ def main():
     with torch.no_grad():
         norm = torch.nn.LayerNorm(768)
         mlp = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(), torch.nn.Linear(3072, 768))
+        up = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU())
         conv_bn = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 1, bias=False), torch.nn.BatchNorm2d(64),
                                       torch.nn.ReLU()).eval()
         programs = [
@@ -68,6 +92,15 @@ def main():
             program("MLP block 128x768 -> 3072 -> 768", args.runs, mlp, [torch.randn(128, 768)], 1e-4, 1e-5),
             program("Conv1x1 + BatchNorm + ReLU [8, 64, 28, 28]", args.runs, conv_bn,
                     [torch.randn(8, 64, 28, 28)], 1e-4, 1e-5),
+            program("10 arithmetic ops [4096, 1024], copy floor", args.runs, arithmetic10,
+                    [torch.randn(4096, 1024), torch.randn(1024)], 1e-5, 1e-6),
+            program("10 ops with sigmoid and tanh [4096, 1024], copy floor", args.runs, chain10,
+                    [torch.randn(4096, 1024), torch.randn(1024)], 1e-5, 1e-6),
+            program("RMSNorm(768) [512, 768]", args.runs, rms_norm, [torch.randn(512, 768), torch.randn(768)],
+                    1e-4, 1e-5),
+            program("gelu(x @ W + b) 128x768 -> 3072", args.runs, up, [torch.randn(128, 768)], 1e-4, 1e-5),
+            program("log_softmax + nll_loss [512, 1000]", args.runs, nll,
+                    [torch.randn(512, 1000), torch.randint(1000, (512,))], 1e-4, 1e-5, batched=2),
         ]
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 

@@ -28,4 +28,10 @@ for c, p in zip(cpp["programs"], py["programs"]):
           f"| {cell(pr['compiled'])} | {ratio:.2f}x | {c['first_call_ms'] / 1e3:.1f} s, {p['first_call_ms'] / 1e3:.1f} s "
           f"| {c['second_size_first_call_ms']:.0f} ms, {p['second_size_first_call_ms']:.0f} ms "
           f"| {c['third_size_first_call_ms']:.0f} ms, {p['third_size_first_call_ms']:.0f} ms |")
+floors = [(c["program"], {r["row"]: r for r in c["rows"]}) for c in cpp["programs"]]
+for name, rows in floors:
+    if "floor" in rows:
+        f, k = rows["floor"]["median_ms"], rows["compiled"]["median_ms"]
+        print(f"\n{name}: the copy floor (x.clone()) takes {f:.3f} ms; fx::compile's kernel reaches "
+              f"{100 * f / k:.0f} % of its bandwidth, {rows['eager']['median_ms'] / k:.1f}x LibTorch eager.")
 PY
