@@ -5,15 +5,14 @@
 #include <fx/graph.h>
 #include <fx/impurity.h>
 #include <fx/node.h>
+#include <fx/operator_overloads.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
-#include "string_map.h"
 #include "target_entry.h"
 
 namespace fx {
@@ -48,37 +47,20 @@ bool in(const std::string_view (&table)[N], std::string_view s) {
   return false;
 }
 
-// What the ATen overloads of one operator name say, over all overloads.
-struct AtenFlags {
-  bool seeded = false;       // some overload is tagged nondeterministic_seeded
-  bool returns_none = true;  // every overload returns nothing
-};
-
-// aten::<name> -> flags, built once from the dispatcher (every registered operator).
-const detail::StringMap<AtenFlags>& aten_index() {
-  static const auto index = [] {
-    detail::StringMap<AtenFlags> m;
-    auto& d = c10::Dispatcher::singleton();
-    for (const c10::OperatorName& name : d.getAllOpNames()) {
-      std::string_view full = name.name;
-      if (!full.starts_with("aten::")) continue;
-      auto op = d.findSchema(name);
-      if (!op) continue;
-      AtenFlags& f = m[std::string(full.substr(6))];
-      f.seeded = f.seeded || op->hasTag(at::Tag::nondeterministic_seeded);
-      f.returns_none = f.returns_none && op->schema().returns().empty();
-    }
-    return m;
-  }();
-  return index;
-}
-
+// What the ATen overloads of `aten::<op>` say together: random when one is
+// tagged nondeterministic_seeded, returns_none when none returns anything.
+// (Each target asks once: Node::impurity caches the answer on it.)
 Impurity aten_name_impurity(std::string_view op) {
-  const auto& index = aten_index();
-  auto it = index.find(op);
-  if (it == index.end()) return Impurity::none;
-  if (it->second.seeded) return Impurity::random;
-  if (it->second.returns_none) return Impurity::returns_none;
+  bool any = false, seeded = false, returns_none = true;
+  for (const c10::OperatorHandle& h : operator_overloads("aten::" + std::string(op))) {
+    if (!h.hasSchema()) continue;
+    any = true;
+    seeded = seeded || h.hasTag(at::Tag::nondeterministic_seeded);
+    returns_none = returns_none && h.schema().returns().empty();
+  }
+  if (!any) return Impurity::none;
+  if (seeded) return Impurity::random;
+  if (returns_none) return Impurity::returns_none;
   return Impurity::none;
 }
 
