@@ -57,6 +57,6 @@ cmake --build build -j"$jobs" || { step "the release build failed; building once
 #   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
 #                                        # + find_package, add_subdirectory): 5 min
 #   ctest --test-dir build -L export     # export_cpp's projects, and those of compiled
-#                                        # programs, built and run: 4 min
+#                                        # programs, built and run: 5 min
 step "release tests"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export"

@@ -167,6 +167,24 @@ struct PyParam {
   std::optional<Argument> default_value;
 };
 
+// The C++ spelling of a memory format. (c10::toString has no overload for
+// it: a call converts it to TensorOptions and prints those.)
+std::string cpp_memory_format(c10::MemoryFormat f) {
+  switch (f) {
+    case c10::MemoryFormat::Contiguous:
+      return "at::MemoryFormat::Contiguous";
+    case c10::MemoryFormat::Preserve:
+      return "at::MemoryFormat::Preserve";
+    case c10::MemoryFormat::ChannelsLast:
+      return "at::MemoryFormat::ChannelsLast";
+    case c10::MemoryFormat::ChannelsLast3d:
+      return "at::MemoryFormat::ChannelsLast3d";
+    case c10::MemoryFormat::NumOptions:
+      break;
+  }
+  throw Error("export_cpp: an invalid memory format");
+}
+
 // Whether C++ has the ATen overload `name`.`overload` only as a Tensor method
 // (x.view(size)): there is no at::view.
 bool method_only(const std::string& name, const std::string& overload) {
@@ -224,7 +242,7 @@ class ForwardEmitter final : public Emitter {
             if (v != c10::kStrided) fail(current_, "uses a layout other than torch.strided");
             return {"at::kStrided", Kind::integer, {}};
           } else if constexpr (std::is_same_v<T, c10::MemoryFormat>) {
-            return {std::string("at::MemoryFormat::") + c10::toString(v), Kind::integer, {}};
+            return {cpp_memory_format(v), Kind::integer, {}};
           } else {
             fail(current_, "has an argument of kind " + std::string(a.kind_name()) +
                                " that fxcpp cannot spell in C++ here");
@@ -795,7 +813,7 @@ class ForwardEmitter final : public Emitter {
       case c10::TypeKind::ScalarTypeType:
         return cpp_dtype(static_cast<c10::ScalarType>(d.toInt()));
       case c10::TypeKind::MemoryFormatType:
-        return std::string("at::MemoryFormat::") + c10::toString(static_cast<c10::MemoryFormat>(d.toInt()));
+        return cpp_memory_format(static_cast<c10::MemoryFormat>(d.toInt()));
       case c10::TypeKind::LayoutType:
         return "at::kStrided";
       default:

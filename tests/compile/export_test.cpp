@@ -9,6 +9,7 @@
 #include <fx/fx.h>
 #include <fx/models/batch_norm_statistics.h>
 #include <fx/models/resnet.h>
+#include <fx/models/vision_transformer.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -172,24 +173,33 @@ TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
   export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
 }
 
-TEST_F(CompiledExportBuild, AResNetProjectComputesWhatTheCompiledModuleComputes) {
-  ScratchDir dir("compiled_export_resnet");
-  torch::manual_seed(0);
-  auto resnet = fx::models::resnet18(10);
-  fx::models::randomize_batch_norm_statistics(*resnet);
-  resnet->eval();
+// A traced model compiled and exported: the project computes what the
+// compiled module computes.
+void expect_project_matches(fx::Module& model, const at::Tensor& x, const std::string& name,
+                            size_t min_kernels) {
+  ScratchDir dir("compiled_export_" + name);
+  model.eval();
   torch::NoGradGuard no_grad;
-  std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(*resnet);
+  std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(model);
   auto compiled = fx::compile(*gm, options_in(dir));
-  const at::Tensor x = torch::randn({2, 3, 64, 64});
   const c10::IValue want = compiled->run({x});
-  ASSERT_GE(compiled->report().kernels, 8u);
-  compiled->export_cpp(dir.str("project"), {.class_name = "ResNet18"});
+  ASSERT_GE(compiled->report().kernels, min_kernels);
+  compiled->export_cpp(dir.str("project"));
   ASSERT_EQ(export_test::cmake_build(dir.path() / "project", "", dir.path() / "build.log"), 0)
       << export_test::read_text(dir.path() / "build.log");
   c10::IValue got;
   ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
   export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
+}
+
+TEST_F(CompiledExportBuild, ModelProjectsComputeWhatTheCompiledModulesCompute) {
+  torch::manual_seed(0);
+  auto resnet = fx::models::resnet18(10);
+  fx::models::randomize_batch_norm_statistics(*resnet);
+  expect_project_matches(*resnet, torch::randn({2, 3, 64, 64}), "resnet18", 8);
+  // Attention (bmm, softmax, views), LayerNorms, GELU.
+  fx::models::VisionTransformer vit(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  expect_project_matches(vit, torch::randn({2, 3, 32, 32}), "vit", 4);
 }
 
 }  // namespace
