@@ -242,7 +242,7 @@ size_t decompose(Graph& graph) {
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax.default")))
     rewritten += softmax(graph, n, true);
   for (const char* reduction : {"torch.ops.aten.sum.dim_IntList", "torch.ops.aten.mean.dim",
-                                 "torch.ops.aten.amax.default", "torch.ops.aten.amin.default"})
+                                "torch.ops.aten.amax.default", "torch.ops.aten.amin.default"})
     for (Node* n : graph.find_nodes(Op::call_function, Target(reduction)))
       rewritten += reduction_without_keepdim(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_layer_norm.default")))
