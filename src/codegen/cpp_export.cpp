@@ -235,8 +235,6 @@ std::string main_cpp(const CppForward& f, const std::string& cls) {
 }
 
 std::string cmake_lists(const std::string& cls, const codegen::ProjectAdditions& add) {
-  std::string sources = "main.cpp model.cpp forward.cpp";
-  for (const std::string& s : add.sources) sources += " " + s;
   return "# " + cls +
          ", exported by fxcpp (export_cpp): builds against an installed LibTorch.\n"
          "cmake_minimum_required(VERSION 3.18)\n"
@@ -246,9 +244,7 @@ std::string cmake_lists(const std::string& cls, const codegen::ProjectAdditions&
          "\n"
          "find_package(Torch REQUIRED)\n"
          "\n"
-         "add_executable(fx_model " +
-         sources +
-         ")\n"
+         "add_executable(fx_model main.cpp model.cpp forward.cpp)\n"
          "target_link_libraries(fx_model PRIVATE torch)\n"
          "target_compile_features(fx_model PRIVATE cxx_std_20)\n"  // LibTorch 2.14 needs C++20
          "# The torch wheel keeps its CUDA libraries beside it; the linker must read\n"

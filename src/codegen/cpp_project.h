@@ -17,8 +17,7 @@ struct ProjectAdditions {
   ExtraCalls calls;                                        // call sites forward.cpp cannot spell alone
   std::vector<std::pair<std::string, std::string>> files;  // more files: name, content
   std::string forward_include;                             // a header of `files` that forward.cpp includes
-  std::vector<std::string> sources;                        // more sources of fx_model (of `files`)
-  std::string cmake;                                       // appended to CMakeLists.txt
+  std::string cmake;                                       // appended to CMakeLists.txt (more targets)
 };
 
 // fx::export_cpp with `add`: checks and translates everything before it

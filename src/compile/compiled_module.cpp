@@ -475,10 +475,9 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
   }
   if (s->branches)
     throw Error(
-        "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an exported "
-        "project "
-        "does not run yet; run it with fx::compile");
-  cd::export_project(*s->compiled, s->source, s->sites, dir, options.class_name);
+        "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an "
+        "exported project does not run yet; run it with fx::compile");
+  cd::export_project(*s->compiled, s->source, s->sites, dir, options);
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
@@ -558,8 +557,8 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     }
     s->report.cache_hit = any && all_hit;
     if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
-    s->source = sources.front().source;
-    s->sites = sources.front().sites;
+    s->source = std::move(sources.front().source);
+    s->sites = std::move(sources.front().sites);
     s->branches = sources.size() > 1;
     last_ = s;
   }

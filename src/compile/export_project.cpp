@@ -147,7 +147,7 @@ std::string kernels_cmake(const std::string& isa) {
 
 void export_project(const GraphModule& compiled, const std::string& source,
                     const std::vector<KernelSite>& sites, const std::string& dir,
-                    const std::string& class_name) {
+                    const CppExportOptions& options) {
   std::unordered_map<std::string, const KernelSite*> by_target;
   for (const KernelSite& k : sites) by_target.emplace(k.target, &k);
   codegen::ProjectAdditions add;
@@ -176,7 +176,7 @@ void export_project(const GraphModule& compiled, const std::string& source,
     add.forward_include = "kernels.h";
     add.cmake = kernels_cmake(host_isa());
   }
-  codegen::write_project(compiled, dir, CppExportOptions{class_name}, add);
+  codegen::write_project(compiled, dir, options, add);
 }
 
 }  // namespace fx::compile_detail

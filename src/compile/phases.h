@@ -12,6 +12,7 @@
 // Between them the graph carries meta["tensor_meta"] (ShapeProp) on every
 // node: lowering and scheduling read sizes, strides and dtypes from it.
 
+#include <fx/codegen/cpp_export.h>
 #include <fx/graph.h>
 #include <fx/graph_module.h>
 #include <fx/passes/shape_prop.h>
@@ -180,6 +181,6 @@ struct KernelSite {
 // anything is written, for a node the project cannot spell.
 void export_project(const GraphModule& compiled, const std::string& source,
                     const std::vector<KernelSite>& sites, const std::string& dir,
-                    const std::string& class_name);
+                    const CppExportOptions& options);
 
 }  // namespace fx::compile_detail
