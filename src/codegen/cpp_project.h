@@ -1,6 +1,6 @@
 #pragma once
 // export_cpp's project with additions, for fx::compile's export, which
-// writes its generated kernels beside forward (src/compile/export_cpp.cpp).
+// writes its generated kernels beside forward (src/compile/export_project.cpp).
 // Internal to fxcpp.
 
 #include <fx/codegen/cpp_export.h>

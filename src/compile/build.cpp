@@ -46,12 +46,15 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// The compiler's flags for an instruction set of host_isa().
+// The compiler's flags for the instruction set named `isa`.
 std::string isa_flags(const std::string& isa) {
-  if (isa == "AVX512")
-    return "-mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma -DCPU_CAPABILITY=AVX512 -DCPU_CAPABILITY_AVX512";
-  if (isa == "AVX2") return "-mavx2 -mfma -DCPU_CAPABILITY=AVX2 -DCPU_CAPABILITY_AVX2";
-  return "-DCPU_CAPABILITY=DEFAULT";
+  std::string out;
+  for (const InstructionSet& set : instruction_sets()) {
+    if (set.name != isa) continue;
+    for (const char* f : set.flags) out += std::string(out.empty() ? "" : " ") + f;
+    for (const char* d : set.definitions) out += std::string(out.empty() ? "-D" : " -D") + d;
+  }
+  return out;
 }
 
 std::string tail(const std::string& path, size_t max_bytes) {
@@ -94,6 +97,17 @@ std::mutex loaded_mu;
 std::map<std::string, std::shared_ptr<const Library>> loaded;  // by hash; never unloaded
 
 }  // namespace
+
+const std::vector<InstructionSet>& instruction_sets() {
+  static const std::vector<InstructionSet> sets = {
+      {"AVX512",
+       {"-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma"},
+       {"CPU_CAPABILITY=AVX512", "CPU_CAPABILITY_AVX512"}},
+      {"AVX2", {"-mavx2", "-mfma"}, {"CPU_CAPABILITY=AVX2", "CPU_CAPABILITY_AVX2"}},
+      {"DEFAULT", {}, {"CPU_CAPABILITY=DEFAULT"}},
+  };
+  return sets;
+}
 
 std::string host_isa() {
   __builtin_cpu_init();

@@ -64,7 +64,8 @@ class KernelWriter {
     std::vector<bool> full;
     for (Node* out : k.outputs) full.push_back(!k.row || is_full(*out));
     form_ = kernel_form(k.row, k.shape, strides_, std::move(full));
-    if (!dynamic) form_.baked = *kernel_dims(form_, k.shape, strides_);
+    dims_ = *kernel_dims(form_, k.shape, strides_);
+    if (!dynamic) form_.baked = dims_;
     flat_ = form_.loop == Loop::flat;
     // Where the kernel reads its sizes and strides in `dims`: dims[0] is
     // the number of elements, or of rows and dims[1] the row's length; the
@@ -79,6 +80,7 @@ class KernelWriter {
   }
 
   const KernelForm& form() const { return form_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
 
   void write(std::ostream& os) {
     os << "\n// " << k_.shape.size() << "-d:";
@@ -384,6 +386,7 @@ class KernelWriter {
   int threads_;
   std::vector<std::vector<int64_t>> strides_;
   KernelForm form_;
+  std::vector<int64_t> dims_;                        // at the sizes it is generated for
   std::vector<std::string> shape_at_;                // dims[i] of each dimension but the last
   std::vector<std::vector<std::string>> stride_at_;  // dims[i] of each input's non-zero strides
   bool flat_ = true;
@@ -403,6 +406,7 @@ GeneratedSource generate_cpp(const std::vector<Kernel>& kernels,
     KernelWriter writer(k, lowered, threads, dynamic);
     writer.write(os);
     out.forms.push_back(writer.form());
+    out.dims.push_back(writer.dims());
   }
   out.source = os.str();
   return out;

@@ -202,19 +202,16 @@ struct GraphSource {
   std::vector<cd::KernelSite> sites;  // each kernel node's, for export_cpp
 };
 
-// How the kernel node of `k` calls it at the sizes it was compiled for.
-cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form) {
-  cd::KernelSite site{target, k.name, {}, {}, {}, {}};
-  std::vector<std::vector<int64_t>> read;
+// How the kernel node of `k` calls it at the sizes it was compiled for:
+// its inputs laid out as ShapeProp saw them, `dims` as generated for them.
+cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form,
+                           std::vector<int64_t> dims) {
+  cd::KernelSite site{target, k.name, {}, {}, {}, std::move(dims)};
   for (Node* in : k.inputs) {
     const passes::TensorMetadata* m = cd::tensor_meta(*in);
     site.input_sizes.push_back(m->shape);
     site.input_strides.push_back(m->stride);
-    read.push_back(*cd::read_strides(m->shape, m->stride, k.shape));
   }
-  std::optional<std::vector<int64_t>> dims = cd::kernel_dims(form, k.shape, read);
-  if (!dims) throw Error("fx::compile: " + k.name + ": its inputs do not have the form it was written for");
-  site.dims = std::move(*dims);
   std::vector<int64_t> per_row = k.shape;
   if (!per_row.empty()) per_row.back() = 1;
   for (bool full : form.full_outputs) site.output_sizes.push_back(full ? k.shape : per_row);
@@ -368,10 +365,11 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     for (int64_t d : k.shape) shape.emplace_back(d);
     args.push_back(list(std::move(shape)));
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
-    const cd::KernelForm& form = generated.forms[&k - kernels.data()];
+    const size_t index = &k - kernels.data();
+    const cd::KernelForm& form = generated.forms[index];
     register_function(target, std::make_shared<KernelCall>(
                                   k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)), form));
-    sources[slot].sites.push_back(kernel_site(target.str(), k, form));
+    sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;

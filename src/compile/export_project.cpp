@@ -112,25 +112,32 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
   return out + "\n}  // namespace fx_kernels\n";
 }
 
-// The kernels' part of CMakeLists.txt.
+// The kernels' part of CMakeLists.txt: FX_KERNEL_ISA picks one of
+// instruction_sets(), `isa` by default.
 std::string kernels_cmake(const std::string& isa) {
+  std::string names, choose;
+  const auto& sets = instruction_sets();
+  for (size_t i = 0; i < sets.size(); ++i) {
+    names += std::string(i == 0 ? "" : i + 1 == sets.size() ? " or " : ", ") + sets[i].name;
+    choose += std::string(i == 0 ? "if" : "elseif") + "(FX_KERNEL_ISA STREQUAL \"" + sets[i].name + "\")\n";
+    auto list = [](const char* var, const std::vector<const char*>& items) {
+      if (items.empty()) return std::string();
+      std::string line = std::string("  set(") + var;
+      for (const char* item : items) line += std::string(" ") + item;
+      return line + ")\n";
+    };
+    choose += list("fx_isa_flags", sets[i].flags) + list("fx_isa_definitions", sets[i].definitions);
+  }
   return "\n"
          "# The fused kernels (kernels.cpp), built for an instruction set as ATen\n"
          "# builds its own (CPU_CAPABILITY). fxcpp chose the exporting processor's;\n"
          "# DEFAULT builds portable code for any processor.\n"
          "set(FX_KERNEL_ISA \"" +
-         isa +
-         "\" CACHE STRING \"the kernels' instruction set: AVX512, AVX2 or DEFAULT\")\n"
-         "if(FX_KERNEL_ISA STREQUAL \"AVX512\")\n"
-         "  set(fx_isa_flags -mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma)\n"
-         "  set(fx_isa_definitions CPU_CAPABILITY=AVX512 CPU_CAPABILITY_AVX512)\n"
-         "elseif(FX_KERNEL_ISA STREQUAL \"AVX2\")\n"
-         "  set(fx_isa_flags -mavx2 -mfma)\n"
-         "  set(fx_isa_definitions CPU_CAPABILITY=AVX2 CPU_CAPABILITY_AVX2)\n"
-         "elseif(FX_KERNEL_ISA STREQUAL \"DEFAULT\")\n"
-         "  set(fx_isa_definitions CPU_CAPABILITY=DEFAULT)\n"
+         isa + "\" CACHE STRING \"the kernels' instruction set: " + names + "\")\n" + choose +
          "else()\n"
-         "  message(FATAL_ERROR \"FX_KERNEL_ISA is AVX512, AVX2 or DEFAULT, not '${FX_KERNEL_ISA}'\")\n"
+         "  message(FATAL_ERROR \"FX_KERNEL_ISA is " +
+         names +
+         ", not '${FX_KERNEL_ISA}'\")\n"
          "endif()\n"
          "find_package(OpenMP REQUIRED)\n"
          "add_library(fx_kernels OBJECT kernels.cpp)\n"

@@ -138,7 +138,8 @@ std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::Int
 // constants (form.baked), which the compiler folds into its loops.
 struct GeneratedSource {
   std::string source;
-  std::vector<KernelForm> forms;  // each kernel's, in the order of `kernels`
+  std::vector<KernelForm> forms;           // each kernel's, in the order of `kernels`
+  std::vector<std::vector<int64_t>> dims;  // each kernel's `dims` at the sizes it was generated for
 };
 GeneratedSource generate_cpp(const std::vector<Kernel>& kernels,
                              const std::unordered_map<const Node*, PointwiseOp>& lowered, int threads,
@@ -159,8 +160,17 @@ struct Library {
 // missing or fails (naming the source and the log).
 std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,
                                              const std::string& compiler);
-// The instruction set kernels are built for on this processor, as ATen
-// picks its own kernels' (CPU_CAPABILITY): "AVX512" where it has the
+// An instruction set kernels are built for, as ATen builds its own
+// (CPU_CAPABILITY): its name, the compiler's -m flags and the macros ATen's
+// vector headers read. build.cpp and an exported project's CMakeLists.txt
+// both spell them from this one table: AVX512, AVX2, DEFAULT.
+struct InstructionSet {
+  const char* name;
+  std::vector<const char*> flags;
+  std::vector<const char*> definitions;
+};
+const std::vector<InstructionSet>& instruction_sets();
+// The one of them this processor runs best: "AVX512" where it has the
 // subsets ATen's AVX512 vectors use, else "AVX2" with FMA, else "DEFAULT"
 // (ATen's portable vectors).
 std::string host_isa();
