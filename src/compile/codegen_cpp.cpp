@@ -60,11 +60,14 @@ class KernelWriter {
   KernelWriter(const Kernel& k, const std::unordered_map<const Node*, PointwiseOp>& lowered, int threads,
                bool dynamic)
       : k_(k), lowered_(lowered), threads_(threads) {
-    for (Node* in : k.inputs) strides_.push_back(node_read_strides(*in, k.shape));
+    // The kernel loops over its shape in its order: its sizes and its
+    // inputs' strides are permuted so.
+    const std::vector<int64_t> loop_shape = permuted(k.shape, k.order);
+    for (Node* in : k.inputs) strides_.push_back(permuted(node_read_strides(*in, k.shape), k.order));
     std::vector<bool> full;
     for (Node* out : k.outputs) full.push_back(!k.row || is_full(*out));
-    form_ = kernel_form(k.row, k.shape, strides_, std::move(full));
-    dims_ = *kernel_dims(form_, k.shape, strides_);
+    form_ = kernel_form(k.row, loop_shape, strides_, std::move(full));
+    dims_ = *kernel_dims(form_, loop_shape, strides_);
     if (!dynamic) form_.baked = dims_;
     flat_ = form_.loop == Loop::flat;
     // Where the kernel reads its sizes and strides in `dims`: dims[0] is

@@ -36,11 +36,16 @@ using KernelFn = void (*)(const float* const*, float* const*, const int64_t*);
 // that the inputs have the form the kernel was written for (copying one
 // that an ATen call laid out otherwise this time), allocates the outputs,
 // and calls the kernel with the sizes and strides of this call: one
-// registered kernel serves every size of its form.
+// registered kernel serves every size of its form. The kernel loops over
+// the shape in its order (Kernel::order): sizes and strides are permuted so,
+// and its outputs are laid out so.
 class KernelCall : public Callable {
  public:
-  KernelCall(std::string name, KernelFn fn, cd::KernelForm form)
-      : name_(std::move(name)), fn_(fn), form_(std::move(form)) {}
+  KernelCall(std::string name, KernelFn fn, cd::KernelForm form, std::vector<int64_t> order)
+      : name_(std::move(name)), fn_(fn), form_(std::move(form)), order_(std::move(order)) {
+    for (size_t d = 0; d < order_.size(); ++d)
+      row_major_ = row_major_ && order_[d] == static_cast<int64_t>(d);
+  }
 
   c10::IValue call(std::vector<c10::IValue> args, IValueKwargs) const override {
     const size_t n = form_.scalar.size();
@@ -60,18 +65,23 @@ class KernelCall : public Callable {
       if (!s)
         throw Error(name_ + ": input " + std::to_string(i) + " of sizes " + c10::str(in[i].sizes()) +
                     " does not broadcast to the kernel's shape " + c10::str(c10::IntArrayRef(shape)));
-      read[i] = std::move(*s);
+      read[i] = row_major_ ? std::move(*s) : cd::permuted(*s, order_);
     }
-    auto dims = cd::kernel_dims(form_, shape, read);
+    const std::vector<int64_t> loop_shape = row_major_ ? shape : cd::permuted(shape, order_);
+    auto dims = cd::kernel_dims(form_, loop_shape, read);
     if (!dims) {
       // An ATen call chose another layout than at compile time: read
-      // contiguous copies of the inputs the form does not fit.
-      for (size_t i = 0; i < n; ++i)
-        if (!in[i].is_contiguous()) {
+      // copies of the inputs, dense in the kernel's order.
+      for (size_t i = 0; i < n; ++i) {
+        if (in[i].sizes() == c10::IntArrayRef(shape)) {
+          if (cd::dense_order(in[i].sizes(), in[i].strides()) == order_) continue;
+          in[i] = at::empty_strided(shape, cd::dense_strides(shape, order_), in[i].options()).copy_(in[i]);
+        } else if (!in[i].is_contiguous()) {
           in[i] = in[i].contiguous();
-          read[i] = *cd::read_strides(in[i].sizes(), in[i].strides(), shape);
         }
-      dims = cd::kernel_dims(form_, shape, read);
+        read[i] = cd::permuted(*cd::read_strides(in[i].sizes(), in[i].strides(), shape), order_);
+      }
+      dims = cd::kernel_dims(form_, loop_shape, read);
       if (!dims)
         throw Error(name_ + ": its inputs at shape " + c10::str(c10::IntArrayRef(shape)) + " are not " +
                     (form_.baked.empty()
@@ -87,7 +97,10 @@ class KernelCall : public Callable {
     std::vector<at::Tensor> out(outputs);
     std::vector<float*> out_ptrs(outputs);
     for (size_t o = 0; o < outputs; ++o) {
-      out[o] = at::empty(form_.full_outputs[o] ? shape : per_row, at::TensorOptions().dtype(at::kFloat));
+      const auto options = at::TensorOptions().dtype(at::kFloat);
+      out[o] = !form_.full_outputs[o] ? at::empty(per_row, options)
+               : row_major_           ? at::empty(shape, options)
+                                      : at::empty_strided(shape, cd::dense_strides(shape, order_), options);
       out_ptrs[o] = out[o].data_ptr<float>();
     }
     fn_(in_ptrs.data(), out_ptrs.data(), dims->data());
@@ -100,6 +113,8 @@ class KernelCall : public Callable {
   std::string name_;
   KernelFn fn_;
   cd::KernelForm form_;
+  std::vector<int64_t> order_;
+  bool row_major_ = true;
 };
 
 // The guard of one call: what a specialization assumed about its inputs,
@@ -206,7 +221,7 @@ struct GraphSource {
 // its inputs laid out as ShapeProp saw them, `dims` as generated for them.
 cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form,
                            std::vector<int64_t> dims) {
-  cd::KernelSite site{target, k.name, {}, {}, {}, std::move(dims)};
+  cd::KernelSite site{target, k.name, {}, {}, {}, {}, std::move(dims)};
   for (Node* in : k.inputs) {
     const passes::TensorMetadata* m = cd::tensor_meta(*in);
     site.input_sizes.push_back(m->shape);
@@ -214,7 +229,10 @@ cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const
   }
   std::vector<int64_t> per_row = k.shape;
   if (!per_row.empty()) per_row.back() = 1;
-  for (bool full : form.full_outputs) site.output_sizes.push_back(full ? k.shape : per_row);
+  for (bool full : form.full_outputs) {
+    site.output_sizes.push_back(full ? k.shape : per_row);
+    site.output_strides.push_back(cd::dense_strides(full ? k.shape : per_row, k.order));  // rows: row-major
+  }
   return site;
 }
 
@@ -291,6 +309,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   add_phase(phase, "cse", ms_since(t));
   passes::ShapeProp(captured).propagate(inputs);
   add_phase(phase, "shape_prop", ms_since(t));
+  cd::channels_last_convolutions(captured, inputs);
+  add_phase(phase, "layout", ms_since(t));
   cd::decompose(graph);
   add_phase(phase, "decompose", ms_since(t));
   std::unordered_map<const Node*, cd::PointwiseOp> lowered;
@@ -298,9 +318,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     if (auto op = cd::lower(*n)) lowered.emplace(n, std::move(*op));
   add_phase(phase, "lower", ms_since(t));
   std::vector<cd::Kernel> kernels = cd::schedule(graph, lowered);
-  // Kernels write their outputs contiguous: kernels that read them read them so.
-  for (const cd::Kernel& k : kernels)
-    for (Node* out : k.outputs) out->meta().set("tensor_meta", cd::contiguous(*cd::tensor_meta(*out)));
+  cd::order_loops(kernels);
   add_phase(phase, "schedule", ms_since(t));
   const cd::GeneratedSource generated = cd::generate_cpp(kernels, lowered, options.threads, dynamic);
   const std::string& source = generated.source;
@@ -367,8 +385,9 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     const size_t index = &k - kernels.data();
     const cd::KernelForm& form = generated.forms[index];
-    register_function(target, std::make_shared<KernelCall>(
-                                  k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)), form));
+    register_function(
+        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
+                                             form, k.order));
     sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
     Node* call = g->call_function(target, std::move(args));
     if (k.outputs.size() == 1) {

@@ -10,8 +10,9 @@
 //   at::Tensor cpp_fused_add_gelu_0 = fx_kernels::cpp_fused_add_gelu_0(mm_default, self._0_bias);
 //
 // Each function checks that its inputs have the sizes the kernel was built
-// for (reading a contiguous copy of one that is laid out otherwise, as the
-// kernel node does), allocates the outputs and calls the kernel with its
+// for (reading a copy with the strides it was built for of one that is laid
+// out otherwise), allocates the outputs as the kernel node does (dense in the
+// kernel's loop order) and calls the kernel with its
 // sizes and strides, `dims`, as constants.
 #include "phases.h"
 
@@ -46,7 +47,8 @@ std::string kernel_function(const KernelSite& k) {
   std::string outputs, out_pointers;
   for (size_t o = 0; o < k.output_sizes.size(); ++o) {
     const std::string name = "out" + std::to_string(o);
-    out += "  at::Tensor " + name + " = at::empty(std::vector<int64_t>" + int_list(k.output_sizes[o]) +
+    out += "  at::Tensor " + name + " = at::empty_strided(std::vector<int64_t>" +
+           int_list(k.output_sizes[o]) + ", std::vector<int64_t>" + int_list(k.output_strides[o]) +
            ", at::kFloat);\n";
     outputs += (o ? ", " : "") + name;
     out_pointers += (o ? ", " : "") + name + ".data_ptr<float>()";
@@ -81,8 +83,7 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "\n"
       "// A kernel reads float32 CPU tensors of the sizes it was built for, with\n"
       "// these strides (those of dimensions of size 1 aside, which it does not\n"
-      "// read). An input laid out otherwise is read from a contiguous copy when\n"
-      "// that has them.\n"
+      "// read). An input laid out otherwise is read from a copy that has them.\n"
       "inline void input(at::Tensor& t, const char* kernel, int i, std::initializer_list<int64_t> sizes,\n"
       "                  std::initializer_list<int64_t> strides) {\n"
       "  auto fits = [&](const at::Tensor& x) {\n"
@@ -101,12 +102,7 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "    throw std::runtime_error(where + \" has sizes \" + c10::str(t.sizes()) +\n"
       "                             \"; the program was compiled for \" + "
       "c10::str(c10::IntArrayRef(sizes)));\n"
-      "  if (fits(t)) return;\n"
-      "  t = t.contiguous();\n"
-      "  if (!fits(t))\n"
-      "    throw std::runtime_error(where + \" has strides \" + c10::str(t.strides()) + \"; the kernel reads "
-      "\" +\n"
-      "                             c10::str(c10::IntArrayRef(strides)));\n"
+      "  if (!fits(t)) t = at::empty_strided(sizes, strides, t.options()).copy_(t);\n"
       "}\n";
   for (const KernelSite& k : sites) out += "\n" + kernel_function(k);
   return out + "\n}  // namespace fx_kernels\n";

@@ -7,6 +7,9 @@
 
 #include <c10/util/strides.h>
 
+#include <algorithm>
+#include <numeric>
+
 namespace fx::compile_detail {
 
 std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
@@ -22,6 +25,39 @@ std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::In
       return std::nullopt;
   }
   return s;
+}
+
+std::vector<int64_t> permuted(c10::IntArrayRef v, c10::IntArrayRef order) {
+  std::vector<int64_t> out;
+  out.reserve(order.size());
+  for (int64_t d : order) out.push_back(v[d]);
+  return out;
+}
+
+std::vector<int64_t> dense_strides(c10::IntArrayRef shape, c10::IntArrayRef order) {
+  std::vector<int64_t> s(shape.size());
+  int64_t step = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    s[order[i]] = step;
+    step *= std::max<int64_t>(shape[order[i]], 1);
+  }
+  return s;
+}
+
+std::optional<std::vector<int64_t>> dense_order(c10::IntArrayRef shape, c10::IntArrayRef strides) {
+  std::vector<int64_t> order(shape.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto dense_in = [&](const std::vector<int64_t>& o) {
+    const std::vector<int64_t> want = dense_strides(shape, o);
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1 && strides[d] != want[d]) return false;
+    return true;
+  };
+  if (dense_in(order)) return order;  // row-major wins where a size of 1 makes both fit
+  // Outermost first: by stride, the larger outside.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  if (dense_in(order)) return order;
+  return std::nullopt;
 }
 
 namespace {

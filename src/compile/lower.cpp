@@ -6,6 +6,7 @@
 // float32, stays an ATen call.
 #include "phases.h"
 
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/strides.h>
 
 #include <charconv>
@@ -24,6 +25,14 @@ passes::TensorMetadata contiguous(passes::TensorMetadata m) {
   const c10::DimVector strides = c10::contiguous_strides(m.shape);
   m.stride.assign(strides.begin(), strides.end());
   m.memory_format = c10::MemoryFormat::Contiguous;
+  return m;
+}
+
+passes::TensorMetadata with_strides(passes::TensorMetadata m, std::vector<int64_t> strides) {
+  const passes::TensorMetadata laid_out = passes::extract_tensor_metadata(
+      at::empty_strided(m.shape, strides, at::TensorOptions().dtype(m.dtype).device(at::kMeta)));
+  m.stride = std::move(strides);
+  m.memory_format = laid_out.memory_format;
   return m;
 }
 

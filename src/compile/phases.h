@@ -2,6 +2,7 @@
 // The phases of fx::compile, one file each, in the order they run. Each
 // takes the previous one's result and can be run and tested alone.
 //
+//   channels_last_convolutions(graph)         layout.cpp
 //   decompose(graph)                          decompose.cpp
 //   lower(node) -> PointwiseOp?               lower.cpp
 //   schedule(graph, lowered) -> kernels       schedule.cpp
@@ -27,6 +28,15 @@
 #include <vector>
 
 namespace fx::compile_detail {
+
+// ---- layout.cpp ------------------------------------------------------------
+// Makes 2-d float32 convolutions read channels_last (NHWC) tensors, which
+// oneDNN runs faster, where there are two or more and their inputs hold
+// more elements than their weights: the row-major input of each is copied to
+// channels_last, and what follows keeps that layout. Runs ShapeProp again
+// on `inputs` when it changed anything, and copies a graph output whose
+// layout changed back to its layout before. Returns the copies it added.
+size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs);
 
 // ---- decompose.cpp ---------------------------------------------------------
 // Rewrites operators into the smaller set the lowering knows: addmm(b, x, w)
@@ -55,8 +65,10 @@ std::optional<PointwiseOp> lower(const Node& node);
 
 // The single tensor's metadata of a node after ShapeProp, or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
-// `m` with the strides at::empty gives its shape (what kernels write).
+// `m` with the strides at::empty gives its shape.
 passes::TensorMetadata contiguous(passes::TensorMetadata m);
+// `m` with `strides` (and the memory format they make).
+passes::TensorMetadata with_strides(passes::TensorMetadata m, std::vector<int64_t> strides);
 
 // ---- schedule.cpp ----------------------------------------------------------
 // A loop over one iteration space, computing `members` in order. It reads
@@ -68,6 +80,9 @@ passes::TensorMetadata contiguous(passes::TensorMetadata m);
 struct Kernel {
   std::string name;  // cpp_fused_<ops>_<i>
   std::vector<int64_t> shape;
+  // The dimensions of `shape` from the outermost loop to the innermost: the
+  // order its outputs are laid out in (order_loops).
+  std::vector<int64_t> order;
   bool row = false;
   std::vector<Node*> members;  // in graph order
   std::vector<Node*> inputs;
@@ -80,6 +95,15 @@ struct Kernel {
 // last member was keeps every value computed before it is read. Kernels with
 // nothing to fuse (one member) are dropped: ATen runs those as well.
 std::vector<Kernel> schedule(const Graph& graph, const std::unordered_map<const Node*, PointwiseOp>& lowered);
+// Gives each kernel its loop order, as ATen's TensorIterator orders a
+// pointwise operator's: the memory order of its first input of the
+// kernel's shape when that input is dense in some order (a channels_last
+// tensor: N, H, W, C), else row-major; always row-major for a row kernel.
+// The kernel writes its outputs dense in that order, as eager would, and
+// runs as one flat loop over such inputs. Sets each output's tensor_meta to
+// the layout the kernel writes, so that the kernels reading it are
+// generated for it: call it on kernels in the order they run.
+void order_loops(std::vector<Kernel>& kernels);
 
 // ---- kernel_form.cpp -------------------------------------------------------
 // What a kernel's source bakes in: its rank; one flat loop over all
@@ -106,6 +130,14 @@ struct KernelForm {
 // 0); nothing when it does not broadcast to `shape`.
 std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
                                                  c10::IntArrayRef shape);
+// `v` in `order`: v[order[0]], v[order[1]], ...
+std::vector<int64_t> permuted(c10::IntArrayRef v, c10::IntArrayRef order);
+// The strides of a dense tensor of `shape` laid out in `order` (outermost
+// dimension first).
+std::vector<int64_t> dense_strides(c10::IntArrayRef shape, c10::IntArrayRef order);
+// The order a tensor of `shape` and `strides` is dense in (row-major when
+// it is contiguous), or nothing when it has gaps or overlaps.
+std::optional<std::vector<int64_t>> dense_order(c10::IntArrayRef shape, c10::IntArrayRef strides);
 // The form of a kernel over `shape` whose inputs are read with `read`.
 KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::vector<int64_t>>& read,
                        std::vector<bool> full_outputs);
@@ -182,7 +214,7 @@ struct KernelSite {
   std::string target;  // the kernel node's
   std::string name;    // the kernel's function
   std::vector<std::vector<int64_t>> input_sizes, input_strides;
-  std::vector<std::vector<int64_t>> output_sizes;
+  std::vector<std::vector<int64_t>> output_sizes, output_strides;
   std::vector<int64_t> dims;
 };
 // Writes export_cpp's project (fx/codegen/cpp_export.h) for `compiled`, a

@@ -140,4 +140,23 @@ std::vector<Kernel> schedule(const Graph& graph,
   return kernels;
 }
 
+void order_loops(std::vector<Kernel>& kernels) {
+  for (Kernel& k : kernels) {
+    k.order.resize(k.shape.size());
+    std::iota(k.order.begin(), k.order.end(), 0);
+    if (!k.row)
+      for (Node* in : k.inputs) {
+        const passes::TensorMetadata* m = tensor_meta(*in);
+        if (m->shape != k.shape) continue;
+        if (auto order = dense_order(m->shape, m->stride)) k.order = std::move(*order);
+        break;
+      }
+    std::vector<int64_t> strides = dense_strides(k.shape, k.order);
+    for (Node* out : k.outputs) {
+      const passes::TensorMetadata& m = *tensor_meta(*out);
+      out->meta().set("tensor_meta", m.shape == k.shape ? with_strides(m, strides) : contiguous(m));
+    }
+  }
+}
+
 }  // namespace fx::compile_detail

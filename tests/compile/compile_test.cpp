@@ -8,12 +8,14 @@
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
 #include <fx/models/vision_transformer.h>
+#include <fx/passes/shape_prop.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -186,6 +188,109 @@ TEST(Compile, BatchNormInEvalFusesWithItsActivation) {
   expect_close(compiled->run({x}).toTensor(), net->forward(x));
 }
 
+// The generated source of the last compiled specialization, read from the
+// debug directory.
+std::string debug_source(const std::string& debug_dir) {
+  for (const auto& dir : std::filesystem::directory_iterator(debug_dir)) {
+    std::ifstream in(dir.path() / "source.cpp");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return "";
+}
+
+// A kernel writes its outputs in the layout eager gives them, as ATen's
+// TensorIterator does: dense in the order of its input (channels_last
+// here), and loops over them as one flat loop in that order.
+TEST(Compile, AKernelKeepsItsInputsLayout) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& scale) { return torch::relu(x * scale + 1.0) - x; };
+  fx::CompileOptions options = fresh_options();
+  options.debug_dir = options.cache_dir + "_debug";
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); }, options);
+  at::Tensor x = torch::randn({2, 8, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor scale = torch::randn({2, 8, 5, 7}).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor got = compiled->run({x, scale}).toTensor(), want = fn(x, scale);
+  expect_close(got, want);
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  EXPECT_EQ(got.strides(), want.strides());
+  EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const std::string source = debug_source(options.debug_dir);
+  EXPECT_THAT(source, HasSubstr("const int64_t kN = dims[0];"));  // one flat loop
+  EXPECT_THAT(source, testing::Not(HasSubstr("kOuter")));
+  // A per-channel vector broadcast over it: the inner loop runs over the
+  // channels, and the output is channels_last still.
+  at::Tensor column = torch::randn({8, 1, 1});
+  got = compiled->run({x, column}).toTensor();
+  want = fn(x, column);
+  expect_close(got, want);
+  EXPECT_EQ(got.strides(), want.strides());
+  // The same values laid out row-major: another specialization, row-major.
+  got = compiled->run({x.contiguous(), scale.contiguous()}).toTensor();
+  expect_close(got, fn(x, scale));
+  EXPECT_TRUE(got.is_contiguous());
+}
+
+// A channels_last model (a LibTorch user's `model->to(at::kChannelsLast)`):
+// the batch norm and ReLU after each convolution are one channels_last loop,
+// and the result is laid out as eager's.
+TEST(Compile, AChannelsLastModelStaysChannelsLast) {
+  torch::manual_seed(0);
+  auto resnet = fx::models::resnet18(10);
+  fx::models::randomize_batch_norm_statistics(*resnet);
+  resnet->eval();
+  resnet->to(at::kFloat);
+  torch::NoGradGuard no_grad;
+  for (auto& p : resnet->parameters())
+    p.set_data(p.contiguous(p.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
+  auto forward = [&](const at::Tensor& x) { return resnet->forward({fx::Value(x)}).tensor(); };
+  auto compiled = fx::compile(
+      *resnet, [&](const std::vector<c10::IValue>& in) { return forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({2, 3, 64, 64}).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor got = compiled->run({x}).toTensor(), want = forward(x);
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max().item<float>();
+  // What each kernel node wrote, recorded by running the compiled graph.
+  fx::GraphModule& graph = compiled->compiled_graph();
+  fx::passes::ShapeProp(graph).propagate({fx::Value(x)});
+  size_t channels_last = 0;
+  for (fx::Node* n : graph.graph().nodes())
+    if (n->target().str().rfind("fxcpp.compiled.", 0) == 0) {
+      const auto* m = n->meta().get<fx::passes::TensorMetadata>("tensor_meta");
+      channels_last += m && m->memory_format == at::MemoryFormat::ChannelsLast;
+    }
+  EXPECT_GE(channels_last, 8u);
+}
+
+// A network of convolutions reads channels_last, which oneDNN runs faster:
+// its row-major input is copied once, and the result comes back in eager's
+// layout. One convolution alone stays row-major.
+TEST(Compile, ConvolutionsReadChannelsLast) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)), torch::nn::BatchNorm2d(8),
+      torch::nn::ReLU(), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).padding(1)), torch::nn::ReLU());
+  net->eval();
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({2, 3, 10, 12});
+  at::Tensor got = compiled->run({x}).toTensor(), want = net->forward(x);
+  expect_close(got, want);
+  EXPECT_EQ(got.strides(), want.strides());
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_THAT(text, HasSubstr("torch.ops.aten.clone.default](args = (%arg0_1,), kwargs = {memory_format: "
+                              "torch.channels_last})"));
+  EXPECT_THAT(text, HasSubstr("kwargs = {memory_format: torch.contiguous_format})"));
+
+  torch::nn::Sequential one(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3)), torch::nn::ReLU());
+  auto single = fx::compile(
+      *one, [&](const std::vector<c10::IValue>& in) { return one->forward(in[0].toTensor()); },
+      fresh_options());
+  expect_close(single->run({x}).toTensor(), one->forward(x));
+  EXPECT_THAT(single->compiled_graph().graph().to_string(), testing::Not(HasSubstr("clone")));
+}
+
 TEST(Compile, AValuePerRowCanBeAnOutput) {
   auto fn = [](const at::Tensor& x) {
     at::Tensor s = (x * x).sum(-1, true);
@@ -244,8 +349,8 @@ TEST(Compile, AReductionWithoutKeepdimFusesWithWhatItReduces) {
   expect_close(s, (v * 2.0).sum(-1));
   EXPECT_EQ(scalar->report().kernels, 1u);
   // With nothing to fuse before it, the reduction stays one ATen call.
-  auto alone =
-      fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(-1); }, fresh_options());
+  auto alone = fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(-1); },
+                           fresh_options());
   expect_close(alone->run({x}).toTensor(), x.sum(-1));
   EXPECT_EQ(alone->report().kernels, 0u);
   EXPECT_EQ(alone->report().extern_nodes, 1u);
@@ -545,7 +650,7 @@ TEST(Compile, DebugDirectoryHoldsSourceKernelsAndPhases) {
   EXPECT_EQ(files, (std::vector<std::string>{"graph.txt", "kernels.txt", "phases.txt", "source.cpp"}));
   std::vector<std::string> phases;
   for (const auto& [name, ms] : compiled->report().phase_ms) phases.push_back(name);
-  EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "decompose", "lower",
+  EXPECT_EQ(phases, (std::vector<std::string>{"capture", "cse", "shape_prop", "layout", "decompose", "lower",
                                               "schedule", "codegen", "build", "wrap"}));
 }
 
