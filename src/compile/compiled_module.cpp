@@ -21,6 +21,7 @@
 #include <functional>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 namespace fx {
@@ -47,8 +48,15 @@ class KernelCall : public Callable {
       row_major_ = row_major_ && order_[d] == static_cast<int64_t>(d);
   }
 
-  c10::IValue call(std::vector<c10::IValue> args, IValueKwargs) const override {
+  c10::IValue call(std::vector<c10::IValue> args, IValueKwargs kwargs) const override {
     const size_t n = form_.scalar.size();
+    std::optional<size_t> reuse;
+    for (const auto& [key, value] : kwargs) {
+      if (key != "reuse_input" || !value.isInt() || value.toInt() < 0 ||
+          static_cast<size_t>(value.toInt()) >= n)
+        throw Error(name_ + ": takes one keyword argument, reuse_input=<an input's index>, got " + key);
+      reuse = static_cast<size_t>(value.toInt());
+    }
     if (args.size() != n + 1 || !args.back().isIntList())
       throw Error(name_ + ": takes " + std::to_string(n) + " tensors and the shape it loops over, got " +
                   std::to_string(args.size()) + " arguments");
@@ -98,6 +106,11 @@ class KernelCall : public Callable {
     std::vector<float*> out_ptrs(outputs);
     for (size_t o = 0; o < outputs; ++o) {
       const auto options = at::TensorOptions().dtype(at::kFloat);
+      if (o == 0 && reuse && form_.full_outputs[0] && owns_its_buffer(in[*reuse], shape)) {
+        out[0] = in[*reuse];
+        out_ptrs[0] = out[0].data_ptr<float>();
+        continue;
+      }
       out[o] = !form_.full_outputs[o] ? at::empty(per_row, options)
                : row_major_           ? at::empty(shape, options)
                                       : at::empty_strided(shape, cd::dense_strides(shape, order_), options);
@@ -110,6 +123,18 @@ class KernelCall : public Callable {
   std::string describe() const override { return "fx::compile kernel " + name_; }
 
  private:
+  // The first output may be written into the input marked reuse_input (the
+  // compiled graph's last read of a value no one else holds): each element
+  // is read before it is written, at the same place. At run time the input
+  // must also be the only tensor on its storage, cover all of it, and be
+  // laid out as the output would be; otherwise a new output is allocated.
+  bool owns_its_buffer(const at::Tensor& t, const std::vector<int64_t>& shape) const {
+    const c10::Storage& storage = t.storage();
+    return storage.use_count() == 1 && t.storage_offset() == 0 && t.sizes() == c10::IntArrayRef(shape) &&
+           storage.nbytes() == static_cast<size_t>(t.numel()) * sizeof(float) &&
+           cd::dense_order(t.sizes(), t.strides()) == order_;
+  }
+
   std::string name_;
   KernelFn fn_;
   cd::KernelForm form_;
@@ -368,6 +393,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   }
   sources[slot] = std::move(debug);
   auto mapped = [&](Node* x) -> Argument { return map.at(x); };
+  std::vector<std::tuple<Node*, const cd::Kernel*, const cd::KernelForm*>> kernel_calls;
   for (Node* n : graph.nodes()) {
     if (!fused.count(n)) {
       map[n] = g->node_copy(*n, mapped);
@@ -390,6 +416,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
                                              form, k.order));
     sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
     Node* call = g->call_function(target, std::move(args));
+    kernel_calls.emplace_back(call, &k, &form);
     if (k.outputs.size() == 1) {
       map[k.outputs[0]] = call;
     } else {
@@ -397,6 +424,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
         map[k.outputs[o]] = g->call_function("operator.getitem", {call, static_cast<int64_t>(o)});
     }
   }
+  for (const auto& [call, k, form] : kernel_calls) cd::mark_reuse(*call, *k, *form);
+  cd::sink_weight_computations(*g);
   g->set_pytree_info(graph.pytree_info());
   report.kernels += kernels.size();
   auto compiled = std::make_unique<GraphModule>(captured, std::move(g), "CompiledGraphModule");

@@ -74,6 +74,17 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   for (Node* out : output->all_input_nodes())
     if (const passes::TensorMetadata* m = tensor_meta(*out)) before.emplace_back(out, *m);
   passes::ShapeProp(gm).propagate(inputs);
+  // Before ShapeProp every input looked row-major; now a copy whose input
+  // comes channels_last from an earlier convolution is known to be idle.
+  size_t added = 0;
+  for (auto& [x, copy] : copies) {
+    if (tensor_meta(*x)->memory_format != c10::MemoryFormat::ChannelsLast) {
+      ++added;
+      continue;
+    }
+    copy->replace_all_uses_with(x);
+    graph.erase_node(copy);
+  }
   for (const auto& [out, m] : before) {
     const passes::TensorMetadata* now = tensor_meta(*out);
     if (!now || now->stride == m.stride || !m.memory_format) continue;
@@ -85,7 +96,7 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
     back->meta().set("tensor_meta", m);
     output->replace_input_with(out, back);
   }
-  return copies.size();
+  return added;
 }
 
 }  // namespace fx::compile_detail

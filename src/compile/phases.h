@@ -8,6 +8,7 @@
 //   schedule(graph, lowered) -> kernels       schedule.cpp
 //   generate_cpp(kernels, ...) -> source      codegen_cpp.cpp
 //   build_library(source, ...) -> library     build.cpp
+//   mark_reuse, sink_weight_computations      memory_plan.cpp (on the graph that runs)
 //   export_project(compiled, ...) -> files    export_project.cpp (on request)
 //
 // Between them the graph carries meta["tensor_meta"] (ShapeProp) on every
@@ -206,6 +207,17 @@ const std::vector<InstructionSet>& instruction_sets();
 // subsets ATen's AVX512 vectors use, else "AVX2" with FMA, else "DEFAULT"
 // (ATen's portable vectors).
 std::string host_isa();
+
+// ---- memory_plan.cpp -------------------------------------------------------
+// On the graph a specialization runs, after its kernel nodes are made:
+// marks the kernel node `call` of `k` to write its first output into the
+// buffer of an input that dies there (reuse_input=i, which the kernel node
+// checks at each call), as eager's in-place `out += identity` does.
+void mark_reuse(Node& call, const Kernel& k, const KernelForm& form);
+// Moves each pure computation on weights alone (batch norm's rsqrt(var +
+// eps), a parameter's view) to just before its first reader, so that it
+// lives only while it is needed.
+void sink_weight_computations(Graph& graph);
 
 // ---- export_project.cpp ----------------------------------------------------
 // A kernel node as a standalone program calls it: the layouts of its inputs

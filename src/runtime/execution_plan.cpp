@@ -96,6 +96,10 @@ ExecutionPlan::ExecutionPlan(const Graph& graph, const std::vector<Node*>& order
       if (n->op() == Op::call_module) step.module = lookup.module(*n);
       step.dead.begin = end_of(dead_);
       for (const Node* dead : dies_at[i]) dead_.push_back(slot(dead));
+      // A value no node reads dies at once, as FX's generated code deletes
+      // it (`getitem_4 = None`): the unused indices of a captured
+      // max_pool2d_with_indices would otherwise live to the end of the call.
+      if (n->num_users() == 0) dead_.push_back(slot(n));
       step.dead.end = end_of(dead_);
       steps_.push_back(std::move(step));
     } catch (const Error& e) {

@@ -282,6 +282,12 @@ TEST(Compile, ConvolutionsReadChannelsLast) {
   EXPECT_THAT(text, HasSubstr("torch.ops.aten.clone.default](args = (%arg0_1,), kwargs = {memory_format: "
                               "torch.channels_last})"));
   EXPECT_THAT(text, HasSubstr("kwargs = {memory_format: torch.contiguous_format})"));
+  // The second convolution reads the first one's result, channels_last already: one copy in.
+  size_t copies = 0;
+  for (size_t at = text.find("torch.channels_last"); at != std::string::npos;
+       at = text.find("torch.channels_last", at + 1))
+    ++copies;
+  EXPECT_EQ(copies, 1u) << text;
 
   torch::nn::Sequential one(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3)), torch::nn::ReLU());
   auto single = fx::compile(
@@ -289,6 +295,74 @@ TEST(Compile, ConvolutionsReadChannelsLast) {
       fresh_options());
   expect_close(single->run({x}).toTensor(), one->forward(x));
   EXPECT_THAT(single->compiled_graph().graph().to_string(), testing::Not(HasSubstr("clone")));
+}
+
+// A kernel writes its result into the buffer of an input that nothing
+// reads after it and that a node made fresh (eager's `relu_(out += b)`), so
+// that a call holds one buffer less; never into one that is read again.
+TEST(Compile, AKernelWritesIntoTheBufferOfAnInputNothingReadsAfterIt) {
+  auto dead = [](const at::Tensor& x, const at::Tensor& w) {
+    return torch::relu(torch::mm(x, w) * 2.0 + 1.0);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return dead(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({16, 32}), w = torch::randn({32, 8});
+  expect_close(compiled->run({x, w}).toTensor(), dead(x, w));
+  EXPECT_THAT(compiled->compiled_graph().graph().to_string(), HasSubstr("kwargs = {reuse_input: 0})"));
+  expect_close(compiled->run({x, w}).toTensor(), dead(x, w));  // and again, with the plan's values freed
+
+  // The product is also an output: the kernel leaves it as it is.
+  auto alive = [](const at::Tensor& x, const at::Tensor& w) {
+    at::Tensor p = torch::mm(x, w);
+    return std::vector<at::Tensor>{torch::relu(p * 2.0 + 1.0), p};
+  };
+  auto both = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        return c10::IValue(c10::List<at::Tensor>(alive(in[0].toTensor(), in[1].toTensor())));
+      },
+      fresh_options());
+  c10::IValue got = both->run({x, w});
+  EXPECT_THAT(both->compiled_graph().graph().to_string(), testing::Not(HasSubstr("reuse_input")));
+  const auto want = alive(x, w);
+  const auto list = got.toTensorList();
+  expect_close(list.get(0), want[0]);
+  expect_close(list.get(1), want[1]);
+}
+
+// A residual block's join, as resnet's: relu(bn(conv(x)) + bn(conv(x))).
+struct ResidualJoin : torch::nn::Module {
+  ResidualJoin()
+      : conv_a(register_module("conv_a", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 8, 1)))),
+        conv_b(register_module("conv_b", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 8, 1)))),
+        bn_a(register_module("bn_a", torch::nn::BatchNorm2d(8))),
+        bn_b(register_module("bn_b", torch::nn::BatchNorm2d(8))) {}
+  at::Tensor forward(const at::Tensor& x) { return torch::relu(bn_a(conv_a(x)) + bn_b(conv_b(x))); }
+  torch::nn::Conv2d conv_a, conv_b;
+  torch::nn::BatchNorm2d bn_a, bn_b;
+};
+
+// What is computed from the weights alone (batch norm's rsqrt(var + eps))
+// runs just before the node that reads it, not where it was captured, so
+// that it does not live across the other branch's convolution.
+TEST(Compile, WeightComputationsRunJustBeforeTheirReader) {
+  torch::manual_seed(0);
+  auto block = std::make_shared<ResidualJoin>();
+  block->eval();
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *block, [&](const std::vector<c10::IValue>& in) { return block->forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({2, 4, 6, 6});
+  expect_close(compiled->run({x}).toTensor(), block->forward(x));
+  std::vector<std::string> order;
+  for (fx::Node* n : compiled->compiled_graph().graph().nodes()) {
+    const std::string& t = n->target().str();
+    if (t == "torch.ops.aten.convolution.default") order.push_back("conv");
+    if (t.find("rsqrt") != std::string::npos) order.push_back("rsqrt");
+    if (t.find("relu") != std::string::npos) order.push_back("join");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"conv", "conv", "rsqrt", "rsqrt", "join"}));
 }
 
 TEST(Compile, AValuePerRowCanBeAnOutput) {
