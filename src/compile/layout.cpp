@@ -9,8 +9,9 @@
 // convolution's result is then channels_last, the kernels after it keep
 // that layout (order_loops) and so do ATen's pooling and pointwise calls,
 // so the next convolution reads channels_last with no copy. The weights
-// stay as they are: oneDNN reorders them in either layout. A graph output
-// whose layout this changed is copied back to the layout eager gives it.
+// stay as they are, and ATen copies each to channels_last on every call:
+// hence the rule below on images and weights. A graph output whose layout
+// this changed is copied back to the layout eager gives it.
 #include "phases.h"
 
 #include <c10/util/accumulate.h>
