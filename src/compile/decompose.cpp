@@ -177,9 +177,7 @@ bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
   auto view = [&](const Argument& v) { return e.call("torch.ops.aten.view.default", {v, shape}, column); };
   // Laid out as ATen lays out the result: as x where x is dense (a
   // channels_last convolution's output), else contiguous.
-  const auto order = dense_order(m->shape, m->stride);
-  const passes::TensorMetadata full =
-      order ? with_strides(*m, dense_strides(m->shape, *order)) : contiguous(*m);
+  const passes::TensorMetadata full = dense_order(m->shape, m->stride) ? *m : contiguous(*m);
   Node* d = e.call("torch.ops.aten.sub.Tensor", {n->args()[0], view(n->args()[3])}, full);
   Node* rstd =
       e.call("torch.ops.aten.rsqrt.default",
