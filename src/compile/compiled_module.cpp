@@ -301,7 +301,7 @@ BranchCall branch_call(const Node& n) {
   return b;
 }
 
-// Tensors of the operands' sizes, strides and dtypes, for ShapeProp of a branch.
+// Tensors of the operands' sizes, strides and dtypes: a branch's example inputs.
 std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std::string& where) {
   std::vector<Value> out;
   for (Node* x : operands) {
@@ -332,8 +332,9 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   // a kernel then reads one input instead of two.
   passes::cse(graph);
   add_phase(phase, "cse", ms_since(t));
-  passes::ShapeProp(captured).propagate(inputs);
-  add_phase(phase, "shape_prop", ms_since(t));
+  // The sizes, strides and dtypes the phases read are fx::capture's: it
+  // records each node's tensor_meta from the tensor it saw, as ShapeProp
+  // would (running the graph again, a second forward, only to find them).
   cd::channels_last_convolutions(captured, inputs);
   add_phase(phase, "layout", ms_since(t));
   cd::decompose(graph);

@@ -11,8 +11,9 @@
 //   mark_reuse, sink_weight_computations      memory_plan.cpp (on the graph that runs)
 //   export_project(compiled, ...) -> files    export_project.cpp (on request)
 //
-// Between them the graph carries meta["tensor_meta"] (ShapeProp) on every
-// node: lowering and scheduling read sizes, strides and dtypes from it.
+// Between them the graph carries meta["tensor_meta"] on every node, as
+// fx::capture records it (and ShapeProp would): lowering and scheduling read
+// sizes, strides and dtypes from it. A phase that adds nodes gives them theirs.
 
 #include <fx/codegen/cpp_export.h>
 #include <fx/graph.h>
