@@ -1,5 +1,6 @@
-// torch.nn.MultiheadAttention (torch/nn/modules/activation.py), the path
-// through F.multi_head_attention_forward (the fast path computes the same).
+// torch.nn.MultiheadAttention (torch/nn/modules/activation.py) of torch
+// 2.14, the path through F.multi_head_attention_forward (the fast path
+// computes the same).
 #include <fx/nn/attention.h>
 #include <fx/nn/init.h>
 
@@ -61,11 +62,26 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim_, int64_t num_heads_, d
 
 Value MultiheadAttention::forward(const std::vector<Value>& args) {
   Value query = args[0], key = args[1], value = args[2];
+  const std::string module = "torch.nn.MultiheadAttention";
   const bool transpose = batch_first && static_cast<bool>(query.dim() == 3);
+  Value key_padding_mask = canonical_mask(module, args[3], "key_padding_mask", query);
+  Value attn_mask = canonical_mask(module, args[5], "attn_mask", query);
   if (transpose) {
-    query = query.transpose(1, 0);
-    key = key.transpose(1, 0);
-    value = value.transpose(1, 0);
+    // As in Python, one transpose where they are the same tensor, so that
+    // F.multi_head_attention_forward still sees self-attention (one packed
+    // projection) or a shared key and value.
+    if (same_object(key, value)) {
+      if (same_object(query, key)) {
+        query = key = value = query.transpose(1, 0);
+      } else {
+        query = query.transpose(1, 0);
+        key = value = key.transpose(1, 0);
+      }
+    } else {
+      query = query.transpose(1, 0);
+      key = key.transpose(1, 0);
+      value = value.transpose(1, 0);
+    }
   }
   std::vector<Value> pos{query,
                          key,
@@ -81,9 +97,9 @@ Value MultiheadAttention::forward(const std::vector<Value>& args) {
                          Value(out_proj->weight),
                          optional_tensor(out_proj->bias)};
   ValueKwargs kwargs{{"training", is_training()},
-                     {"key_padding_mask", args[3]},
+                     {"key_padding_mask", key_padding_mask},
                      {"need_weights", args[4]},
-                     {"attn_mask", args[5]}};
+                     {"attn_mask", attn_mask}};
   if (!qkv_same_embed_dim()) {
     kwargs.emplace_back("use_separate_proj_weight", true);
     kwargs.emplace_back("q_proj_weight", Value(q_proj_weight));

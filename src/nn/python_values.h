@@ -44,4 +44,14 @@ Value optional_value(const std::optional<T>& v) {
 std::vector<int64_t> ntuple(const std::string& module, const std::string& what, std::vector<int64_t> v,
                             size_t n);
 
+// Python's `a is b` for forward values: the same tensor, or the same node
+// while tracing.
+bool same_object(const Value& a, const Value& b);
+
+// F._canonical_mask: a bool mask becomes a float one of `like`'s dtype, -inf
+// where it is true; a float mask is kept, and None stays None. A traced mask
+// stops tracing, as in Python, where its dtype decides what to do.
+Value canonical_mask(const std::string& module, const Value& mask, const std::string& name,
+                     const Value& like);
+
 }  // namespace fx::nn::detail

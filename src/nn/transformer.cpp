@@ -12,7 +12,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
                                                  double p, std::string activation_, double layer_norm_eps,
                                                  bool batch_first, bool norm_first_)
     : StandardModule("torch.nn.TransformerEncoderLayer",
-                     {"src", {"src_mask", Value()}, {"src_key_padding_mask", Value()}}),
+                     {"src", {"src_mask", Value()}, {"src_key_padding_mask", Value()}, {"is_causal", false}}),
       norm_first(norm_first_),
       activation(std::move(activation_)),
       d_model_(d_model),
@@ -39,10 +39,10 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
   dropout2 = register_module("dropout2", std::make_shared<Dropout>(p));
 }
 
-Value TransformerEncoderLayer::sa_block(const Value& x, const Value& attn_mask,
-                                        const Value& key_padding_mask) {
+Value TransformerEncoderLayer::sa_block(const Value& x, const Value& attn_mask, const Value& key_padding_mask,
+                                        const Value& is_causal) {
   Value y = (*self_attn)(x, x, x, kw("attn_mask", attn_mask), kw("key_padding_mask", key_padding_mask),
-                         kw("need_weights", false))[0];
+                         kw("need_weights", false), kw("is_causal", is_causal))[0];
   return (*dropout1)(y);
 }
 
@@ -53,11 +53,14 @@ Value TransformerEncoderLayer::ff_block(const Value& x) {
 
 Value TransformerEncoderLayer::forward(const std::vector<Value>& args) {
   Value x = args[0];
+  const std::string module = "torch.nn.TransformerEncoderLayer";
+  Value key_padding_mask = canonical_mask(module, args[2], "src_key_padding_mask", x);
+  Value mask = canonical_mask(module, args[1], "src_mask", x);
   if (norm_first) {
-    x = x + sa_block((*norm1)(x), args[1], args[2]);
+    x = x + sa_block((*norm1)(x), mask, key_padding_mask, args[3]);
     x = x + ff_block((*norm2)(x));
   } else {
-    x = (*norm1)(x + sa_block(x, args[1], args[2]));
+    x = (*norm1)(x + sa_block(x, mask, key_padding_mask, args[3]));
     x = (*norm2)(x + ff_block(x));
   }
   return x;

@@ -5,8 +5,10 @@
 
 #include "internal.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace fx::runtime {
 
@@ -83,12 +85,72 @@ c10::IValue pair(std::tuple<at::Tensor, at::Tensor> t) {
   return c10::ivalue::Tuple::create({std::get<0>(t), std::get<1>(t)});
 }
 
-// F.multi_head_attention_forward as torch/nn/functional.py wrote it in 1.13,
-// step by step: LibTorch's C++ version differs (bool masks are added, not
-// masked; 3-D masks are not accepted), so this follows the Python one. 2.14's
-// Python version differs from these steps: it takes is_causal (this adapter
-// does not), turns bool masks into float ones before merging them, and
-// without need_weights computes through scaled_dot_product_attention.
+// F._canonical_mask: a bool mask becomes a float one of `target`'s dtype,
+// -inf where it is true; a float mask is kept. `other` is the dtype of the
+// mask it will be merged with, when it is checked.
+std::optional<at::Tensor> canonical_mask(const std::string& fn, std::optional<at::Tensor> mask,
+                                         const std::string& name, std::optional<at::ScalarType> other,
+                                         const std::string& other_name, at::ScalarType target) {
+  if (!mask) return mask;
+  const bool is_float = at::isFloatingType(mask->scalar_type());
+  if (mask->scalar_type() != at::kBool && !is_float)
+    throw Error(fn + ": AssertionError: only bool and floating types of " + name + " are supported");
+  if (other && mask->scalar_type() != *other) {
+    TORCH_WARN_ONCE("Support for mismatched ", name, " and ", other_name,
+                    " is deprecated. Use same type for both instead.");
+  }
+  if (!is_float)
+    return at::zeros_like(*mask, at::TensorOptions().dtype(target))
+        .masked_fill_(*mask, -std::numeric_limits<double>::infinity());
+  return mask;
+}
+
+std::optional<at::ScalarType> none_or_dtype(const std::optional<at::Tensor>& t) {
+  return t ? std::optional<at::ScalarType>(t->scalar_type()) : std::nullopt;
+}
+
+std::string shape_str(const at::Tensor& t) { return "torch.Size(" + c10::str(t.sizes()) + ")"; }
+
+// _in_projection_packed: one matrix product where query, key and value are
+// the same tensor (self-attention), two where key and value are, and the
+// weight's three parts are regrouped as (3, E) so that each is contiguous.
+std::array<at::Tensor, 3> in_projection_packed(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               const at::Tensor& w, const std::optional<at::Tensor>& b) {
+  const int64_t E = q.size(-1);
+  // unflatten(-1, (n, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+  auto regroup = [E](const at::Tensor& proj, int64_t n) {
+    return proj.unflatten(-1, {n, E}).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous();
+  };
+  if (k.is_same(v)) {
+    if (q.is_same(k)) {
+      at::Tensor proj = regroup(at::linear(q, w, b), 3);
+      return {proj[0], proj[1], proj[2]};
+    }
+    auto ws = w.split({E, E * 2});
+    std::optional<at::Tensor> b_q, b_kv;
+    if (b) {
+      auto bs = b->split({E, E * 2});
+      b_q = bs[0], b_kv = bs[1];
+    }
+    at::Tensor q_proj = at::linear(q, ws[0], b_q);
+    at::Tensor kv_proj = regroup(at::linear(k, ws[1], b_kv), 2);
+    return {q_proj, kv_proj[0], kv_proj[1]};
+  }
+  auto ws = w.chunk(3);
+  std::array<std::optional<at::Tensor>, 3> bs;
+  if (b) {
+    auto c = b->chunk(3);
+    bs = {c[0], c[1], c[2]};
+  }
+  return {at::linear(q, ws[0], bs[0]), at::linear(k, ws[1], bs[1]), at::linear(v, ws[2], bs[2])};
+}
+
+// F.multi_head_attention_forward as torch/nn/functional.py writes it in
+// 2.14, step by step, so that a capture records make_fx's operators:
+// LibTorch's C++ version differs (it adds bool masks instead of masking,
+// refuses 3-D masks, and never calls scaled_dot_product_attention).
+// Without need_weights the attention is one scaled_dot_product_attention;
+// with it, the weights are computed by baddbmm, softmax and bmm.
 c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>& a) {
   at::Tensor query = to_tensor(fn, a[0]), key = to_tensor(fn, a[1]), value = to_tensor(fn, a[2]);
   const int64_t embed_dim_to_check = to_int(fn, a[3]), num_heads = to_int(fn, a[4]);
@@ -104,67 +166,123 @@ c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>
   auto attn_mask = to_opt_tensor(fn, a[16]);
   const bool separate = to_bool(fn, a[17]);
   auto q_w = to_opt_tensor(fn, a[18]), k_w = to_opt_tensor(fn, a[19]), v_w = to_opt_tensor(fn, a[20]);
-  if (!a[21].isNone() || !a[22].isNone()) throw Error(fn + ": static_k and static_v are not supported");
+  auto static_k = to_opt_tensor(fn, a[21]), static_v = to_opt_tensor(fn, a[22]);
   const bool average = to_bool(fn, a[23]);
-  // is_causal is a hint that attn_mask is the causal mask: the mask itself
-  // is applied either way, so only its absence matters.
-  if (to_bool(fn, a[24]) && !attn_mask)
-    throw Error(fn +
-                ": RuntimeError: Need attn_mask if specifying the is_causal hint. You may use the "
-                "Transformer module method `generate_square_subsequent_mask` to create this mask.");
+  bool is_causal = to_bool(fn, a[24]);
+  auto fail = [&](const std::string& what) -> Error { return Error(fn + ": " + what); };
 
+  // _mha_shape_check
   const bool batched = query.dim() == 3;
   if (!batched && query.dim() != 2)
-    throw Error(fn + ": AssertionError: query should be unbatched 2D or batched 3D tensor but received " +
-                std::to_string(query.dim()) + "-D query tensor");
+    throw fail("AssertionError: query should be unbatched 2D or batched 3D tensor but received " +
+               std::to_string(query.dim()) + "-D query tensor");
   if (key.dim() != query.dim() || value.dim() != query.dim())
-    throw Error(fn + ": AssertionError: key and value must have the rank of query (" +
-                std::to_string(query.dim()) + "-D)");
+    throw fail("AssertionError: For " + std::string(batched ? "batched (3-D)" : "unbatched (2-D)") +
+               " `query`, expected `key` and `value` to be " + (batched ? "3-D" : "2-D") + " but found " +
+               std::to_string(key.dim()) + "-D and " + std::to_string(value.dim()) +
+               "-D tensors respectively");
+  if (key_padding_mask && key_padding_mask->dim() != (batched ? 2 : 1))
+    throw fail("AssertionError: For " + std::string(batched ? "batched (3-D)" : "unbatched (2-D)") +
+               " `query`, expected `key_padding_mask` to be `None` or " + (batched ? "2-D" : "1-D") +
+               " but found " + std::to_string(key_padding_mask->dim()) + "-D tensor instead");
+  if (attn_mask && attn_mask->dim() != 2 && attn_mask->dim() != 3)
+    throw fail("AssertionError: For " + std::string(batched ? "batched (3-D)" : "unbatched (2-D)") +
+               " `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found " +
+               std::to_string(attn_mask->dim()) + "-D tensor instead");
   if (!batched) {
     query = query.unsqueeze(1), key = key.unsqueeze(1), value = value.unsqueeze(1);
     if (key_padding_mask) key_padding_mask = key_padding_mask->unsqueeze(0);
   }
   const int64_t tgt_len = query.size(0), bsz = query.size(1), embed_dim = query.size(2);
-  if (embed_dim != embed_dim_to_check)
-    throw Error(fn + ": AssertionError: was expecting embedding dimension of " +
-                std::to_string(embed_dim_to_check) + ", but got " + std::to_string(embed_dim));
-  if (num_heads <= 0 || embed_dim % num_heads != 0)
-    throw Error(fn + ": AssertionError: embed_dim " + std::to_string(embed_dim) +
-                " not divisible by num_heads " + std::to_string(num_heads));
-  const int64_t head_dim = embed_dim / num_heads;
+  const int64_t key_len = key.size(0);
 
-  // _in_projection_packed / _in_projection
-  std::vector<at::Tensor> b(3);
-  if (in_proj_bias) b = in_proj_bias->chunk(3);
-  auto opt = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
+  key_padding_mask = canonical_mask(fn, key_padding_mask, "key_padding_mask", none_or_dtype(attn_mask),
+                                    "attn_mask", query.scalar_type());
+  if (is_causal && !attn_mask)
+    throw fail(
+        "RuntimeError: Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+        "method `generate_square_subsequent_mask` to create this mask.");
+  if (is_causal && !key_padding_mask && !need_weights) {
+    // The hint alone tells scaled_dot_product_attention the mask is causal.
+    attn_mask.reset();
+  } else {
+    attn_mask = canonical_mask(fn, attn_mask, "attn_mask", std::nullopt, "", query.scalar_type());
+    if (key_padding_mask) is_causal = false;  // the merged mask is no longer causal
+  }
+
+  if (embed_dim != embed_dim_to_check)
+    throw fail("AssertionError: was expecting embedding dimension of " + std::to_string(embed_dim_to_check) +
+               ", but got " + std::to_string(embed_dim));
+  if (num_heads <= 0 || embed_dim % num_heads != 0)
+    throw fail("AssertionError: embed_dim " + std::to_string(embed_dim) + " not divisible by num_heads " +
+               std::to_string(num_heads));
+  const int64_t head_dim = embed_dim / num_heads;
+  if (separate) {
+    if (key.sizes().slice(0, 2) != value.sizes().slice(0, 2))
+      throw fail("AssertionError: key's sequence and batch dims " + c10::str(key.sizes().slice(0, 2)) +
+                 " do not match value's " + c10::str(value.sizes().slice(0, 2)));
+  } else if (key.sizes() != value.sizes()) {
+    throw fail("AssertionError: key shape " + shape_str(key) + " does not match value shape " +
+               shape_str(value));
+  }
+
   at::Tensor q, k, v;
   if (!separate) {
-    if (!in_proj_weight) throw Error(fn + ": use_separate_proj_weight is False but in_proj_weight is None");
-    auto w = in_proj_weight->chunk(3);
-    q = at::linear(query, w[0], opt(b[0])), k = at::linear(key, w[1], opt(b[1])),
-    v = at::linear(value, w[2], opt(b[2]));
+    if (!in_proj_weight)
+      throw fail("AssertionError: use_separate_proj_weight is False but in_proj_weight is None");
+    auto p = in_projection_packed(query, key, value, *in_proj_weight, in_proj_bias);
+    q = p[0], k = p[1], v = p[2];
   } else {
-    if (!q_w || !k_w || !v_w)
-      throw Error(fn + ": use_separate_proj_weight is True but q/k/v_proj_weight is None");
-    q = at::linear(query, *q_w, opt(b[0])), k = at::linear(key, *k_w, opt(b[1])),
-    v = at::linear(value, *v_w, opt(b[2]));
+    if (!q_w) throw fail("AssertionError: use_separate_proj_weight is True but q_proj_weight is None");
+    if (!k_w) throw fail("AssertionError: use_separate_proj_weight is True but k_proj_weight is None");
+    if (!v_w) throw fail("AssertionError: use_separate_proj_weight is True but v_proj_weight is None");
+    std::array<std::optional<at::Tensor>, 3> b;
+    if (in_proj_bias) {
+      auto c = in_proj_bias->chunk(3);
+      b = {c[0], c[1], c[2]};
+    }
+    // _in_projection
+    q = at::linear(query, *q_w, b[0]), k = at::linear(key, *k_w, b[1]), v = at::linear(value, *v_w, b[2]);
   }
+
   if (attn_mask) {
-    if (attn_mask->dim() == 2)
+    if (attn_mask->dim() == 2) {
+      if (attn_mask->sizes() != at::IntArrayRef{tgt_len, key_len})
+        throw fail("RuntimeError: The shape of the 2D attn_mask is " + shape_str(*attn_mask) +
+                   ", but should be (" + std::to_string(tgt_len) + ", " + std::to_string(key_len) + ").");
       attn_mask = attn_mask->unsqueeze(0);
-    else if (attn_mask->dim() != 3)
-      throw Error(fn + ": RuntimeError: attn_mask's dimension " + std::to_string(attn_mask->dim()) +
-                  " is not supported");
+    } else if (attn_mask->sizes() != at::IntArrayRef{bsz * num_heads, tgt_len, key_len}) {
+      throw fail("RuntimeError: The shape of the 3D attn_mask is " + shape_str(*attn_mask) +
+                 ", but should be (" + std::to_string(bsz * num_heads) + ", " + std::to_string(tgt_len) +
+                 ", " + std::to_string(key_len) + ").");
+    }
   }
   if (bias_k && bias_v) {
+    if (static_k) throw fail("AssertionError: bias cannot be added to static key.");
+    if (static_v) throw fail("AssertionError: bias cannot be added to static value.");
     k = at::cat({k, bias_k->repeat({1, bsz, 1})});
     v = at::cat({v, bias_v->repeat({1, bsz, 1})});
     if (attn_mask) attn_mask = at::pad(*attn_mask, {0, 1});
     if (key_padding_mask) key_padding_mask = at::pad(*key_padding_mask, {0, 1});
+  } else if (bias_k || bias_v) {
+    throw fail(bias_k ? "AssertionError: bias_k is set but bias_v is None"
+                      : "AssertionError: bias_v is set but bias_k is None");
   }
-  q = q.contiguous().view({tgt_len, bsz * num_heads, head_dim}).transpose(0, 1);
-  k = k.contiguous().view({k.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
-  v = v.contiguous().view({v.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
+
+  q = q.view({tgt_len, bsz * num_heads, head_dim}).transpose(0, 1);
+  auto heads = [&](const at::Tensor& t, const std::optional<at::Tensor>& fixed, const char* name) {
+    if (!fixed) return t.view({t.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
+    if (fixed->dim() != 3 || fixed->size(0) != bsz * num_heads)
+      throw fail(std::string("AssertionError: expecting ") + name + ".size(0) of " +
+                 std::to_string(bsz * num_heads) + ", but got " +
+                 (fixed->dim() ? std::to_string(fixed->size(0)) : "a 0-D tensor"));
+    if (fixed->size(2) != head_dim)
+      throw fail(std::string("AssertionError: expecting ") + name + ".size(2) of " +
+                 std::to_string(head_dim) + ", but got " + std::to_string(fixed->size(2)));
+    return *fixed;
+  };
+  k = heads(k, static_k, "static_k");
+  v = heads(v, static_v, "static_v");
   if (add_zero_attn) {
     k = at::cat({k, at::zeros({bsz * num_heads, 1, head_dim}, k.options())}, 1);
     v = at::cat({v, at::zeros({bsz * num_heads, 1, head_dim}, v.options())}, 1);
@@ -173,43 +291,53 @@ c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>
   }
   const int64_t src_len = k.size(1);
   if (key_padding_mask) {
-    if (key_padding_mask->sizes() != at::IntArrayRef{bsz, src_len})
-      throw Error(fn + ": AssertionError: expecting key_padding_mask shape of (" + std::to_string(bsz) +
-                  ", " + std::to_string(src_len) + "), but got " + c10::str(key_padding_mask->sizes()));
+    // _check_key_padding_mask
+    if (key_padding_mask->size(0) != bsz)
+      throw fail("AssertionError: Expected key_padded_mask.shape[0] to be " + std::to_string(bsz) +
+                 ", but got " + std::to_string(key_padding_mask->size(0)));
+    if (key_padding_mask->size(1) != src_len)
+      throw fail("AssertionError: Expected key_padded_mask.shape[1] to be " + std::to_string(src_len) +
+                 ", but got " + std::to_string(key_padding_mask->size(1)));
     at::Tensor kpm = key_padding_mask->view({bsz, 1, 1, src_len})
                          .expand({-1, num_heads, -1, -1})
                          .reshape({bsz * num_heads, 1, src_len});
-    if (!attn_mask)
-      attn_mask = kpm;
-    else if (attn_mask->scalar_type() == at::kBool)
-      attn_mask = attn_mask->logical_or(kpm);
-    else
-      attn_mask = attn_mask->masked_fill(kpm, -std::numeric_limits<double>::infinity());
+    attn_mask = attn_mask ? *attn_mask + kpm : kpm;
   }
-  if (attn_mask && attn_mask->scalar_type() == at::kBool)
-    attn_mask = at::zeros_like(*attn_mask, q.options())
-                    .masked_fill_(*attn_mask, -std::numeric_limits<double>::infinity());
   if (!training) dropout_p = 0.0;
 
-  // _scaled_dot_product_attention
-  q = q / std::sqrt(static_cast<double>(head_dim));
-  at::Tensor attn =
-      attn_mask ? at::baddbmm(*attn_mask, q, k.transpose(-2, -1)) : at::bmm(q, k.transpose(-2, -1));
-  attn = at::softmax(attn, -1);
-  if (dropout_p > 0.0) attn = at::dropout(attn, dropout_p, true);
-  at::Tensor out = at::bmm(attn, v);
-  out = out.transpose(0, 1).contiguous().view({tgt_len * bsz, embed_dim});
+  if (need_weights) {
+    at::Tensor q_scaled = q * std::sqrt(1.0 / static_cast<double>(q.size(-1)));
+    if (is_causal && !attn_mask)
+      throw fail("AssertionError: FIXME: is_causal not implemented for need_weights");
+    at::Tensor weights = attn_mask ? at::baddbmm(*attn_mask, q_scaled, k.transpose(-2, -1))
+                                   : at::bmm(q_scaled, k.transpose(-2, -1));
+    weights = at::softmax(weights, -1);
+    if (dropout_p > 0.0) weights = at::dropout(weights, dropout_p, true);
+    at::Tensor out = at::bmm(weights, v);
+    out = out.transpose(0, 1).reshape({tgt_len * bsz, embed_dim});
+    out = at::linear(out, out_proj_weight, out_proj_bias);
+    out = out.view({tgt_len, bsz, out.size(1)});
+    weights = weights.view({bsz, num_heads, tgt_len, src_len});
+    if (average) weights = weights.mean(1);
+    if (!batched) out = out.squeeze(1), weights = weights.squeeze(0);
+    return c10::ivalue::Tuple::create({out, weights});
+  }
+  // attn_mask is (L, S) or (N * num_heads, L, S); SDPA takes (N, num_heads, L, S).
+  if (attn_mask) {
+    if (attn_mask->size(0) == 1 && attn_mask->dim() == 3)
+      attn_mask = attn_mask->unsqueeze(0);
+    else
+      attn_mask = attn_mask->view({bsz, num_heads, -1, src_len});
+  }
+  q = q.view({bsz, num_heads, tgt_len, head_dim});
+  k = k.view({bsz, num_heads, src_len, head_dim});
+  v = v.view({bsz, num_heads, src_len, head_dim});
+  at::Tensor out = at::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal);
+  out = out.permute({2, 0, 1, 3}).reshape({bsz * tgt_len, embed_dim});
   out = at::linear(out, out_proj_weight, out_proj_bias);
   out = out.view({tgt_len, bsz, out.size(1)});
-  c10::IValue weights;
-  if (need_weights) {
-    at::Tensor w = attn.view({bsz, num_heads, tgt_len, src_len});
-    if (average) w = w.sum(1) / num_heads;
-    if (!batched) w = w.squeeze(0);
-    weights = w;
-  }
   if (!batched) out = out.squeeze(1);
-  return c10::ivalue::Tuple::create({out, weights});
+  return c10::ivalue::Tuple::create({out, c10::IValue()});
 }
 
 }  // namespace

@@ -34,13 +34,7 @@ def normalize(text):
 # Programs whose C++ side runs other ATen code than the Python original, for
 # reasons outside capture; they must still differ (so that a fix is noticed),
 # and their captured graphs are still checked against eager runs in C++.
-KNOWN_DIFFERENCES = {
-    "encoder_layer_eval": "fx::nn::MultiheadAttention runs LibTorch's C++ multi_head_attention_forward, which "
-                          "projects q, k and v with three matmuls of the split in_proj weight and computes the "
-                          "attention with bmm and softmax; Python 2.x's projects them in one linear and calls "
-                          "scaled_dot_product_attention",
-    "encoder_layer_grad": "as encoder_layer_eval",
-}
+KNOWN_DIFFERENCES = {}
 
 
 def main():

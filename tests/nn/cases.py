@@ -13,7 +13,18 @@ def _long(high, *shape):
     return torch.randint(0, high, shape)
 
 
-# name: (constructor, inputs (positional tensors), keyword arguments of the call)
+def _padding():
+    # Key padding of a batch of 3 over 5 keys; no query sees only padding.
+    return torch.tensor([[0, 0, 0, 0, 1], [0, 0, 0, 1, 1], [0, 0, 0, 0, 0]], dtype=torch.bool)
+
+
+def _causal(n, dtype=torch.bool):
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return mask if dtype == torch.bool else torch.zeros(n, n).masked_fill(mask, float('-inf'))
+
+
+# name: (constructor, inputs (positional tensors), keyword arguments of the
+# call, or the call itself: a function of the module and the inputs)
 CASES = {
     'relu6': (lambda: nn.ReLU6(), lambda: [_t(3, 4) * 5], {}),
     'relu6_inplace': (lambda: nn.ReLU6(inplace=True), lambda: [_t(3, 4) * 5], {}),
@@ -25,6 +36,18 @@ CASES = {
     'mha_kv': (lambda: nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True, kdim=6, vdim=4,
                                              batch_first=True),
                lambda: [_t(3, 5, 8), _t(3, 7, 6), _t(3, 7, 4)], {}),
+    # Self-attention (one packed projection) with both masks as bools, merged into one float mask for SDPA.
+    'mha_self_masks': (lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+                       lambda: [_t(3, 5, 8), _padding(), _causal(5)],
+                       lambda m, a: m(a[0], a[0], a[0], key_padding_mask=a[1], attn_mask=a[2], need_weights=False)),
+    # is_causal without need_weights: the mask is dropped and SDPA told it is causal.
+    'mha_causal': (lambda: nn.MultiheadAttention(8, 2),
+                   lambda: [_t(5, 3, 8), _causal(5, torch.float32)],
+                   lambda m, a: m(a[0], a[0], a[0], attn_mask=a[1], need_weights=False, is_causal=True)),
+    # A key that is the value: the in-projection of key and value is one matrix product; weights per head.
+    'mha_shared_kv': (lambda: nn.MultiheadAttention(8, 2),
+                      lambda: [_t(4, 3, 8), _t(6, 3, 8)],
+                      lambda m, a: m(a[0], a[1], a[1], average_attn_weights=False)),
     'hardswish': (lambda: nn.Hardswish(), lambda: [_t(3, 4) * 4], {}),
     'hardsigmoid': (lambda: nn.Hardsigmoid(), lambda: [_t(3, 4) * 4], {}),
     'silu': (lambda: nn.SiLU(), lambda: [_t(3, 4)], {}),
@@ -72,6 +95,9 @@ CASES = {
     'gru': (lambda: nn.GRU(4, 5, num_layers=2, dropout=0.25), lambda: [_t(5, 3, 4)], {}),
     'gru_unbatched': (lambda: nn.GRU(4, 5, batch_first=True, bidirectional=True), lambda: [_t(6, 4)], {}),
     'transformer': (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16), lambda: [_t(5, 3, 8)], {}),
+    'transformer_masks': (lambda: nn.TransformerEncoderLayer(8, 2, 16, batch_first=True),
+                          lambda: [_t(3, 5, 8), _causal(5), _padding()],
+                          lambda m, a: m(a[0], src_mask=a[1], src_key_padding_mask=a[2])),
     'transformer_gelu': (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.2, activation='gelu', batch_first=True,
                                                             norm_first=True), lambda: [_t(3, 5, 8)], {}),
 }
@@ -127,6 +153,11 @@ def structure(value):
     return '(' + ', '.join(structure(v) for v in value) + ')'
 
 
+def call(m, args, kwargs):
+    """Calls module `m` as case's third entry says."""
+    return kwargs(m, args) if callable(kwargs) else m(*args, **kwargs)
+
+
 def build(name):
     """The module of case `name` with non-default state: parameters moved off their
     initialization, running statistics updated by one training step."""
@@ -138,6 +169,6 @@ def build(name):
             p.add_(torch.randn_like(p) * 0.1)
     if inputs is not None and any(isinstance(b, nn.modules.batchnorm._NormBase) for b in m.modules()):
         m.train()
-        m(*inputs(), **kwargs)
+        call(m, inputs(), kwargs)
     m.eval()
     return m

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace {
 
@@ -50,7 +50,8 @@ struct Case {
 
 Value positional(fx::Module& m, IO& in) {
   std::vector<Value> args;
-  for (int i = 0; in.count("in." + std::to_string(i)); ++i) args.emplace_back(in.at("in." + std::to_string(i)));
+  for (int i = 0; in.count("in." + std::to_string(i)); ++i)
+    args.emplace_back(in.at("in." + std::to_string(i)));
   return m.call(std::move(args));
 }
 
@@ -67,6 +68,27 @@ const std::map<std::string, Case>& cases() {
        }}},
       {"mha", {[] { return make<MultiheadAttention>(8, 2); }}},
       {"mha_kv", {[] { return make<MultiheadAttention>(8, 2, 0.0, true, true, true, 6, 4, true); }}},
+      {"mha_self_masks",
+       {[] {
+          return make<MultiheadAttention>(8, 2, 0.0, true, false, false, std::nullopt, std::nullopt, true);
+        },
+        [](fx::Module& m, IO& in) {
+          Value x = in.at("in.0");
+          return m(x, x, x, kw("key_padding_mask", in.at("in.1")), kw("attn_mask", in.at("in.2")),
+                   kw("need_weights", false));
+        }}},
+      {"mha_causal",
+       {[] { return make<MultiheadAttention>(8, 2); },
+        [](fx::Module& m, IO& in) {
+          Value x = in.at("in.0");
+          return m(x, x, x, kw("attn_mask", in.at("in.1")), kw("need_weights", false), kw("is_causal", true));
+        }}},
+      {"mha_shared_kv",
+       {[] { return make<MultiheadAttention>(8, 2); },
+        [](fx::Module& m, IO& in) {
+          Value kv = in.at("in.1");
+          return m(in.at("in.0"), kv, kv, kw("average_attn_weights", false));
+        }}},
       {"hardswish", {[] { return make<Hardswish>(); }}},
       {"hardsigmoid", {[] { return make<Hardsigmoid>(); }}},
       {"silu", {[] { return make<SiLU>(); }}},
@@ -132,6 +154,11 @@ const std::map<std::string, Case>& cases() {
       {"gru", {[] { return make<GRU>(4, 5, 2, true, false, 0.25); }}},
       {"gru_unbatched", {[] { return make<GRU>(4, 5, 1, true, true, 0.0, true); }}},
       {"transformer", {[] { return make<TransformerEncoderLayer>(8, 2, 16); }}},
+      {"transformer_masks",
+       {[] { return make<TransformerEncoderLayer>(8, 2, 16, 0.1, "relu", 1e-5, true); },
+        [](fx::Module& m, IO& in) {
+          return m(in.at("in.0"), kw("src_mask", in.at("in.1")), kw("src_key_padding_mask", in.at("in.2")));
+        }}},
       {"transformer_gelu",
        {[] { return make<TransformerEncoderLayer>(8, 2, 16, 0.2, "gelu", 1e-5, true, true); }}},
   };

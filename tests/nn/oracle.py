@@ -22,7 +22,7 @@ except ImportError:
     sys.exit(77)
 
 import normalizations  # noqa: E402
-from cases import CASES, build, flatten, structure  # noqa: E402
+from cases import CASES, build, call, flatten, structure  # noqa: E402
 from models import AllModules  # noqa: E402
 from module_specs import TYPES, expected_specs  # noqa: E402
 
@@ -45,7 +45,7 @@ def main():
             io = flatten(args, 'in', {})
             io = {k: v.clone() for k, v in io.items()}  # before an inplace module changes them
             with torch.no_grad():
-                result = m(*args, **kwargs)
+                result = call(m, args, kwargs)
             flatten(result, 'out', io)
             entry['structure'] = structure(result)
             torch.save(io, os.path.join(out_dir, name + '.io.pt'))

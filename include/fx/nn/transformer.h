@@ -17,7 +17,7 @@ namespace fx::nn {
 //   dropout=0.1, activation='relu', layer_norm_eps=1e-05, batch_first=False,
 //   norm_first=False); activation is 'relu' or 'gelu' (F.relu / F.gelu, not
 // submodules, as in PyTorch). A leaf, as torch.fx treats every torch.nn
-// module. forward(src, src_mask=None, src_key_padding_mask=None).
+// module. forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False).
 class TransformerEncoderLayer : public StandardModule {
  public:
   TransformerEncoderLayer(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048,
@@ -36,7 +36,8 @@ class TransformerEncoderLayer : public StandardModule {
   std::string activation;
 
  private:
-  Value sa_block(const Value& x, const Value& attn_mask, const Value& key_padding_mask);
+  Value sa_block(const Value& x, const Value& attn_mask, const Value& key_padding_mask,
+                 const Value& is_causal);
   Value ff_block(const Value& x);
   int64_t d_model_, nhead_, dim_feedforward_;
   double dropout_p_, layer_norm_eps_;
