@@ -4,6 +4,7 @@
 
 #include "phases.h"
 
+#include "../ir/repr.h"
 #include "../passes/md5.h"
 
 #include <fx/error.h>
@@ -30,7 +31,9 @@ namespace cd = compile_detail;
 
 namespace {
 
-using KernelFn = void (*)(const float* const*, float* const*, const int64_t*);
+// A kernel of element type S, as codegen_cpp.cpp declares it.
+template <class S>
+using KernelFn = void (*)(const S* const*, S* const*, const int64_t*);
 
 // What a kernel node does when the GraphModule runs it: its arguments are
 // the kernel's input tensors and then the shape it loops over. It checks
@@ -42,8 +45,9 @@ using KernelFn = void (*)(const float* const*, float* const*, const int64_t*);
 // and its outputs are laid out so.
 class KernelCall : public Callable {
  public:
-  KernelCall(std::string name, KernelFn fn, cd::KernelForm form, std::vector<int64_t> order)
-      : name_(std::move(name)), fn_(fn), form_(std::move(form)), order_(std::move(order)) {
+  KernelCall(std::string name, void* fn, at::ScalarType dtype, cd::KernelForm form,
+             std::vector<int64_t> order)
+      : name_(std::move(name)), fn_(fn), dtype_(dtype), form_(std::move(form)), order_(std::move(order)) {
     for (size_t d = 0; d < order_.size(); ++d)
       row_major_ = row_major_ && order_[d] == static_cast<int64_t>(d);
   }
@@ -66,9 +70,10 @@ class KernelCall : public Callable {
     for (size_t i = 0; i < n; ++i) {
       if (!args[i].isTensor()) throw Error(name_ + ": input " + std::to_string(i) + " is not a tensor");
       in[i] = args[i].toTensor();
-      if (in[i].scalar_type() != at::kFloat || !in[i].device().is_cpu())
+      if (in[i].scalar_type() != dtype_ || !in[i].device().is_cpu())
         throw Error(name_ + ": input " + std::to_string(i) + " is " + c10::toString(in[i].scalar_type()) +
-                    " on " + in[i].device().str() + "; the kernel takes float32 CPU tensors");
+                    " on " + in[i].device().str() + "; the kernel takes " + fx::detail::repr_dtype(dtype_) +
+                    " CPU tensors");
       auto s = cd::read_strides(in[i].sizes(), in[i].strides(), shape);
       if (!s)
         throw Error(name_ + ": input " + std::to_string(i) + " of sizes " + c10::str(in[i].sizes()) +
@@ -97,26 +102,24 @@ class KernelCall : public Callable {
                          : "of the sizes and layout the kernel was built for (a static kernel)") +
                     "; compile again");
     }
-    std::vector<const float*> in_ptrs(n);
-    for (size_t i = 0; i < n; ++i) in_ptrs[i] = in[i].data_ptr<float>();
     std::vector<int64_t> per_row = shape;
     if (!per_row.empty()) per_row.back() = 1;
     const size_t outputs = form_.full_outputs.size();
     std::vector<at::Tensor> out(outputs);
-    std::vector<float*> out_ptrs(outputs);
     for (size_t o = 0; o < outputs; ++o) {
-      const auto options = at::TensorOptions().dtype(at::kFloat);
+      const auto options = at::TensorOptions().dtype(dtype_);
       if (o == 0 && reuse && form_.full_outputs[0] && owns_its_buffer(in[*reuse], shape)) {
         out[0] = in[*reuse];
-        out_ptrs[0] = out[0].data_ptr<float>();
         continue;
       }
       out[o] = !form_.full_outputs[o] ? at::empty(per_row, options)
                : row_major_           ? at::empty(shape, options)
                                       : at::empty_strided(shape, cd::dense_strides(shape, order_), options);
-      out_ptrs[o] = out[o].data_ptr<float>();
     }
-    fn_(in_ptrs.data(), out_ptrs.data(), dims->data());
+    if (dtype_ == at::kDouble)
+      run<double>(in, out, *dims);
+    else
+      run<float>(in, out, *dims);
     if (out.size() == 1) return out[0];
     return c10::ivalue::Tuple::create(std::vector<c10::IValue>(out.begin(), out.end()));
   }
@@ -128,15 +131,26 @@ class KernelCall : public Callable {
   // is read before it is written, at the same place. At run time the input
   // must also be the only tensor on its storage, cover all of it, and be
   // laid out as the output would be; otherwise a new output is allocated.
+  template <class S>
+  void run(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+           const std::vector<int64_t>& dims) const {
+    std::vector<const S*> in_ptrs(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in_ptrs[i] = in[i].const_data_ptr<S>();
+    std::vector<S*> out_ptrs(out.size());
+    for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = out[o].mutable_data_ptr<S>();
+    reinterpret_cast<KernelFn<S>>(fn_)(in_ptrs.data(), out_ptrs.data(), dims.data());
+  }
+
   bool owns_its_buffer(const at::Tensor& t, const std::vector<int64_t>& shape) const {
     const c10::Storage& storage = t.storage();
     return storage.use_count() == 1 && t.storage_offset() == 0 && t.sizes() == c10::IntArrayRef(shape) &&
-           storage.nbytes() == static_cast<size_t>(t.numel()) * sizeof(float) &&
+           storage.nbytes() == static_cast<size_t>(t.numel()) * t.element_size() &&
            cd::dense_order(t.sizes(), t.strides()) == order_;
   }
 
   std::string name_;
-  KernelFn fn_;
+  void* fn_;  // a KernelFn<S> of S the type of dtype_
+  at::ScalarType dtype_;
   cd::KernelForm form_;
   std::vector<int64_t> order_;
   bool row_major_ = true;
@@ -246,7 +260,7 @@ struct GraphSource {
 // its inputs laid out as ShapeProp saw them, `dims` as generated for them.
 cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form,
                            std::vector<int64_t> dims) {
-  cd::KernelSite site{target, k.name, {}, {}, {}, {}, std::move(dims)};
+  cd::KernelSite site{target, k.name, k.dtype, {}, {}, {}, {}, std::move(dims)};
   for (Node* in : k.inputs) {
     const passes::TensorMetadata* m = cd::tensor_meta(*in);
     site.input_sizes.push_back(m->shape);
@@ -412,9 +426,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     const size_t index = &k - kernels.data();
     const cd::KernelForm& form = generated.forms[index];
-    register_function(
-        target, std::make_shared<KernelCall>(k.name, reinterpret_cast<KernelFn>(library->symbol(k.name)),
-                                             form, k.order));
+    register_function(target,
+                      std::make_shared<KernelCall>(k.name, library->symbol(k.name), k.dtype, form, k.order));
     sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
     Node* call = g->call_function(target, std::move(args));
     kernel_calls.emplace_back(call, &k, &form);

@@ -43,11 +43,11 @@ passes::TensorMetadata per_row(passes::TensorMetadata m) {
   return contiguous(std::move(m));
 }
 
-// A float32 tensor of rank >= 1 whose dimension `dim` is its last one.
+// A float32 or float64 tensor of rank >= 1 whose dimension `dim` is its last one.
 const passes::TensorMetadata* last_dim_float(const Argument& x, const Argument& dim) {
   if (!x.is_node() || !dim.is<int64_t>()) return nullptr;
   const passes::TensorMetadata* m = tensor_meta(*x.node());
-  if (!m || m->dtype != c10::kFloat || m->shape.empty()) return nullptr;
+  if (!m || !fusable_type(m->dtype) || m->shape.empty()) return nullptr;
   const int64_t d = dim.get<int64_t>(), rank = static_cast<int64_t>(m->shape.size());
   return d == -1 || d == rank - 1 ? m : nullptr;
 }
@@ -124,7 +124,7 @@ bool layer_norm(Graph& graph, Node* n) {
   for (int i : {2, 3}) {
     const Argument& a = n->args()[i];
     if (!a.is_none() &&
-        (!a.is_node() || !tensor_meta(*a.node()) || tensor_meta(*a.node())->dtype != c10::kFloat))
+        (!a.is_node() || !tensor_meta(*a.node()) || tensor_meta(*a.node())->dtype != m->dtype))
       return false;
   }
   Emitter e(graph, n);
@@ -155,12 +155,12 @@ bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
     return false;
   if (!no_training_op && (!n->args()[5].is<bool>() || n->args()[5].get<bool>())) return false;
   const passes::TensorMetadata* m = tensor_meta(*n->args()[0].node());
-  if (!m || m->dtype != c10::kFloat || m->shape.size() < 2) return false;
+  if (!m || !fusable_type(m->dtype) || m->shape.size() < 2) return false;
   const int64_t channels = m->shape[1];
   auto per_channel = [&](const Argument& a) {
     if (!a.is_node()) return false;
     const passes::TensorMetadata* v = tensor_meta(*a.node());
-    return v && v->dtype == c10::kFloat && v->shape == std::vector<int64_t>{channels};
+    return v && v->dtype == m->dtype && v->shape == std::vector<int64_t>{channels};
   };
   for (int i : {1, 2})
     if (!n->args()[i].is_none() && !per_channel(n->args()[i])) return false;

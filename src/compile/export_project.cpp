@@ -32,28 +32,35 @@ std::string int_list(const std::vector<int64_t>& v) {
   return s + "}";
 }
 
+// The kernel's element type in C++ and as at::ScalarType.
+std::pair<std::string, std::string> element_type(const KernelSite& k) {
+  if (k.dtype == c10::kDouble) return {"double", "at::kDouble"};
+  return {"float", "at::kFloat"};
+}
+
 std::string kernel_function(const KernelSite& k) {
+  const auto [type, dtype] = element_type(k);
   std::string params, checks, pointers;
   for (size_t i = 0; i < k.input_sizes.size(); ++i) {
     const std::string in = "in" + std::to_string(i);
     params += (i ? ", " : "") + ("at::Tensor " + in);
-    checks += "  input(" + in + ", \"" + k.name + "\", " + std::to_string(i) + ", " +
+    checks += "  input(" + in + ", \"" + k.name + "\", " + std::to_string(i) + ", " + dtype + ", " +
               int_list(k.input_sizes[i]) + ", " + int_list(k.input_strides[i]) + ");\n";
-    pointers += (i ? ", " : "") + in + ".data_ptr<float>()";
+    pointers += (i ? ", " : "") + in + ".data_ptr<" + type + ">()";
   }
   const bool one = k.output_sizes.size() == 1;
   std::string out = "inline " + std::string(one ? "at::Tensor " : "std::vector<at::Tensor> ") + k.name + "(" +
-                    params + ") {\n" + checks + "  const float* in[] = {" + pointers + "};\n";
+                    params + ") {\n" + checks + "  const " + type + "* in[] = {" + pointers + "};\n";
   std::string outputs, out_pointers;
   for (size_t o = 0; o < k.output_sizes.size(); ++o) {
     const std::string name = "out" + std::to_string(o);
     out += "  at::Tensor " + name + " = at::empty_strided(std::vector<int64_t>" +
-           int_list(k.output_sizes[o]) + ", std::vector<int64_t>" + int_list(k.output_strides[o]) +
-           ", at::kFloat);\n";
+           int_list(k.output_sizes[o]) + ", std::vector<int64_t>" + int_list(k.output_strides[o]) + ", " +
+           dtype + ");\n";
     outputs += (o ? ", " : "") + name;
-    out_pointers += (o ? ", " : "") + name + ".data_ptr<float>()";
+    out_pointers += (o ? ", " : "") + name + ".data_ptr<" + type + ">()";
   }
-  out += "  float* out[] = {" + out_pointers + "};\n";
+  out += "  " + type + "* out[] = {" + out_pointers + "};\n";
   out += "  static const int64_t dims[] = " + int_list(k.dims) + ";\n";
   out += "  ::" + k.name + "(in, out, dims);\n";
   out += one ? "  return out0;\n" : "  return {" + outputs + "};\n";
@@ -74,18 +81,21 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "#include <vector>\n"
       "\n"
       "extern \"C\" {\n";
-  for (const KernelSite& k : sites)
-    out += "void " + k.name + "(const float* const* in, float* const* out, const int64_t* dims);\n";
+  for (const KernelSite& k : sites) {
+    const std::string type = element_type(k).first;
+    out += "void " + k.name + "(const " + type + "* const* in, " + type +
+           "* const* out, const int64_t* dims);\n";
+  }
   out +=
       "}\n"
       "\n"
       "namespace fx_kernels {\n"
       "\n"
-      "// A kernel reads float32 CPU tensors of the sizes it was built for, with\n"
-      "// these strides (those of dimensions of size 1 aside, which it does not\n"
-      "// read). An input laid out otherwise is read from a copy that has them.\n"
-      "inline void input(at::Tensor& t, const char* kernel, int i, std::initializer_list<int64_t> sizes,\n"
-      "                  std::initializer_list<int64_t> strides) {\n"
+      "// A kernel reads CPU tensors of its type and of the sizes it was built\n"
+      "// for, with these strides (those of dimensions of size 1 aside, which it\n"
+      "// does not read). An input laid out otherwise is read from a copy that has them.\n"
+      "inline void input(at::Tensor& t, const char* kernel, int i, at::ScalarType dtype,\n"
+      "                  std::initializer_list<int64_t> sizes, std::initializer_list<int64_t> strides) {\n"
       "  auto fits = [&](const at::Tensor& x) {\n"
       "    size_t d = 0;\n"
       "    for (int64_t s : strides) {\n"
@@ -96,8 +106,8 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "    return true;\n"
       "  };\n"
       "  const std::string where = std::string(kernel) + \": input \" + std::to_string(i);\n"
-      "  if (t.scalar_type() != at::kFloat || !t.device().is_cpu())\n"
-      "    throw std::runtime_error(where + \" is not a float32 CPU tensor\");\n"
+      "  if (t.scalar_type() != dtype || !t.device().is_cpu())\n"
+      "    throw std::runtime_error(where + \" is not a \" + c10::toString(dtype) + \" CPU tensor\");\n"
       "  if (t.sizes() != c10::IntArrayRef(sizes))\n"
       "    throw std::runtime_error(where + \" has sizes \" + c10::str(t.sizes()) +\n"
       "                             \"; the program was compiled for \" + "

@@ -1,9 +1,10 @@
-// Phase 2 of fx::compile: a float32 pointwise ATen node as an expression over
-// at::vec::Vectorized<float>, the loop-level form the code generator
-// composes. Each value is a function of the loop index; an expression names
-// its tensor operands {0}, {1}, ... and the generator substitutes the values
-// it loaded or computed for them. Anything not in the table below, or not
-// float32, stays an ATen call.
+// Phase 2 of fx::compile: a float32 or float64 pointwise ATen node as an
+// expression over at::vec::Vectorized<S> (V), S being the node's type: the
+// loop-level form the code generator composes. Each value is a function of
+// the loop index; an expression names its tensor operands {0}, {1}, ... and
+// the generator substitutes the values it loaded or computed for them.
+// Anything not in the table below, of another type, or mixing types (which
+// would need conversions inside the loop), stays an ATen call.
 #include "phases.h"
 
 #include <ATen/ops/empty_strided.h>
@@ -38,24 +39,23 @@ passes::TensorMetadata with_strides(passes::TensorMetadata m, std::vector<int64_
 
 namespace {
 
-// A float constant as C++ source, exactly (shortest round-trip form).
+// A number as a constant of the kernel's element type S (float or double),
+// as ATen casts a Python scalar to the tensor's type: the double, exactly
+// (shortest round-trip form), converted to S.
 std::string vec_constant(double value) {
-  const float f = static_cast<float>(value);
-  if (std::isnan(f)) return "V(std::numeric_limits<float>::quiet_NaN())";
-  if (std::isinf(f))
-    return f > 0 ? "V(std::numeric_limits<float>::infinity())" : "V(-std::numeric_limits<float>::infinity())";
+  if (std::isnan(value)) return "V(std::numeric_limits<S>::quiet_NaN())";
+  if (std::isinf(value))
+    return value > 0 ? "V(std::numeric_limits<S>::infinity())" : "V(-std::numeric_limits<S>::infinity())";
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
-  std::string s(buf, end);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return "V(" + s + "f)";
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return "V(S(" + std::string(buf, end) + "))";
 }
 
 // Builds one node's expression: operands become {k} references (tensors)
 // or constants (Python scalars).
 class Builder {
  public:
-  explicit Builder(const Node& n) : n_(n) {}
+  Builder(const Node& n, c10::ScalarType dtype) : n_(n), dtype_(dtype) {}
 
   // The positional argument `i`, else the keyword `key`, else nullptr.
   const Argument* arg(size_t i, const char* key = nullptr) const {
@@ -71,14 +71,15 @@ class Builder {
     if (a->is<bool>()) return a->get<bool>() ? 1.0 : 0.0;
     return std::nullopt;
   }
-  // An operand as an expression: "{k}" for a float32 tensor, a constant for
-  // a number; empty when it is neither (the node is not lowered).
+  // An operand as an expression: "{k}" for a tensor of the node's dtype, a
+  // constant for a number; empty when it is neither (the node is not
+  // lowered: a kernel computes in one type, with no conversions).
   std::string operand(size_t i, const char* key = nullptr) {
     const Argument* a = arg(i, key);
     if (!a) return {};
     if (Node* in = a->node()) {
       const passes::TensorMetadata* m = tensor_meta(*in);
-      if (!m || m->dtype != c10::kFloat || m->is_quantized) return {};
+      if (!m || m->dtype != dtype_ || m->is_quantized) return {};
       for (size_t k = 0; k < op_.inputs.size(); ++k)
         if (op_.inputs[k] == in) return std::string("{") + std::to_string(k) + "}";
       op_.inputs.push_back(in);
@@ -95,6 +96,7 @@ class Builder {
 
  private:
   const Node& n_;
+  c10::ScalarType dtype_;
   PointwiseOp op_;
 };
 
@@ -167,10 +169,10 @@ std::optional<PointwiseOp> gelu(Builder& b) {
   const Argument* a = b.arg(1, "approximate");
   const std::string approximate = a && a->is<std::string>() ? a->get<std::string>() : "none";
   if (approximate == "none")
-    return b.done("(V(0.5f) * " + x + " * (V(1.0f) + (" + x + " * V(0.70710678118654752f)).erf()))");
+    return b.done("(V(S(0.5)) * " + x + " * (V(S(1.0)) + (" + x + " * V(S(0.70710678118654752))).erf()))");
   if (approximate == "tanh")
-    return b.done("(V(0.5f) * " + x + " * (V(1.0f) + (V(0.79788456080286536f) * (" + x +
-                  " + V(0.044715f) * " + x + " * " + x + " * " + x + ")).tanh()))");
+    return b.done("(V(S(0.5)) * " + x + " * (V(S(1.0)) + (V(S(0.79788456080286536)) * (" + x +
+                  " + V(S(0.044715)) * " + x + " * " + x + " * " + x + ")).tanh()))");
   return std::nullopt;
 }
 
@@ -191,7 +193,7 @@ std::optional<PointwiseOp> leaky_relu(Builder& b) {
   std::string x = b.operand(0, "self");
   auto slope = b.arg(1, "negative_slope") ? b.scalar(1, "negative_slope") : std::optional<double>(0.01);
   if (x.empty() || !slope) return std::nullopt;
-  return b.done("V::blendv(" + x + " * " + vec_constant(*slope) + ", " + x + ", " + x + " > V(0.0f))");
+  return b.done("V::blendv(" + x + " * " + vec_constant(*slope) + ", " + x + ", " + x + " > V(S(0.0)))");
 }
 
 // sum/mean(self, dim, keepdim, *, dtype=None) and amax/amin(self, dim,
@@ -237,9 +239,9 @@ const std::map<std::string, Rule, std::less<>>& rules() {
       {"maximum.default", binary_function("at::vec::maximum")},
       {"minimum.default", binary_function("at::vec::minimum")},
       {"neg.default", unary("$.neg()")},
-      {"relu.default", unary("at::vec::clamp_min($, V(0.0f))")},
-      {"sigmoid.default", unary("(V(1.0f) / (V(1.0f) + $.neg().exp()))")},
-      {"silu.default", unary("($ / (V(1.0f) + $.neg().exp()))")},
+      {"relu.default", unary("at::vec::clamp_min($, V(S(0.0)))")},
+      {"sigmoid.default", unary("(V(S(1.0)) / (V(S(1.0)) + $.neg().exp()))")},
+      {"silu.default", unary("($ / (V(S(1.0)) + $.neg().exp()))")},
       {"tanh.default", unary("$.tanh()")},
       {"exp.default", unary("$.exp()")},
       {"log.default", unary("$.log()")},
@@ -250,8 +252,8 @@ const std::map<std::string, Rule, std::less<>>& rules() {
       {"sin.default", unary("$.sin()")},
       {"cos.default", unary("$.cos()")},
       {"erf.default", unary("$.erf()")},
-      {"hardsigmoid.default", unary("(at::vec::clamp($ + V(3.0f), V(0.0f), V(6.0f)) / V(6.0f))")},
-      {"hardswish.default", unary("($ * at::vec::clamp($ + V(3.0f), V(0.0f), V(6.0f)) / V(6.0f))")},
+      {"hardsigmoid.default", unary("(at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")},
+      {"hardswish.default", unary("($ * at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")},
       {"gelu.default", gelu},
       {"pow.Tensor_Scalar", pow_scalar},
       {"leaky_relu.default", leaky_relu},
@@ -274,10 +276,10 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const OpsName* ops = node.target().ops_name();
   if (!ops || ops->ns != "aten") return std::nullopt;
   const passes::TensorMetadata* out = tensor_meta(node);
-  if (!out || out->dtype != c10::kFloat || out->is_quantized) return std::nullopt;
+  if (!out || !fusable_type(out->dtype) || out->is_quantized) return std::nullopt;
   auto rule = rules().find(ops->op + "." + ops->overload);
   if (rule == rules().end()) return std::nullopt;
-  Builder b(node);
+  Builder b(node, out->dtype);
   return rule->second(b);
 }
 

@@ -49,9 +49,11 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
 size_t decompose(Graph& graph);
 
 // ---- lower.cpp -------------------------------------------------------------
-// A float32 pointwise ATen node as an expression over at::vec::Vectorized:
-// `format` refers to the node's tensor operands as {0}, {1}, ... (in the
-// order of `inputs`) and has its scalar arguments baked in as constants.
+// A float32 or float64 pointwise ATen node whose tensor operands have its
+// type, as an expression over at::vec::Vectorized<S> (named V, its element
+// type S): `format` refers to the node's tensor operands as {0}, {1}, ...
+// (in the order of `inputs`) and has its scalar arguments baked in as
+// constants of type S.
 // A reduction over the last dimension with keepdim (sum, mean, amax, amin)
 // is lowered too: `format` is then the value it reduces, and the kernel
 // that holds it is a row kernel.
@@ -61,10 +63,12 @@ struct PointwiseOp {
   std::string format;
   Reduction reduction = Reduction::none;
 };
-// The node's expression, or nothing when it is not a float32 pointwise
-// operator the lowering knows (it then stays an ATen call).
+// The node's expression, or nothing when it is not a float32 or float64
+// pointwise operator the lowering knows (it then stays an ATen call).
 std::optional<PointwiseOp> lower(const Node& node);
 
+// The types kernels compute in: float32 and float64.
+inline bool fusable_type(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
 // The single tensor's metadata of a node after ShapeProp, or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
 // `m` with the strides at::empty gives its shape.
@@ -86,12 +90,13 @@ struct Kernel {
   // order its outputs are laid out in (order_loops).
   std::vector<int64_t> order;
   bool row = false;
-  std::vector<Node*> members;  // in graph order
+  c10::ScalarType dtype = c10::kFloat;  // of every member, input and output
+  std::vector<Node*> members;           // in graph order
   std::vector<Node*> inputs;
   std::vector<Node*> outputs;
 };
 // Groups the lowered nodes into kernels. A node joins the open kernel of its
-// operands when their iteration spaces are equal (a reduction's is its
+// operands when their iteration spaces and types are equal (a reduction's is its
 // input's shape; a value per row joins its row kernel); a kernel closes when a node
 // outside it uses one of its values, so that running each kernel where its
 // last member was keeps every value computed before it is read. Kernels with
@@ -162,9 +167,10 @@ std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::Int
                                                 const std::vector<std::vector<int64_t>>& read);
 
 // ---- codegen_cpp.cpp -------------------------------------------------------
-// One C++ source with an `extern "C" void <kernel.name>(const float* const*
-// in, float* const* out, const int64_t* dims)` per kernel, the main loop over
-// at::vec::Vectorized<float> and a partial vector for the tail, OpenMP over
+// One C++ source with an `extern "C" void <kernel.name>(const S* const* in,
+// S* const* out, const int64_t* dims)` per kernel, S its element type (float
+// or double), the main loop over at::vec::Vectorized<S> and a partial vector
+// for the tail, OpenMP over
 // the outer loop with `threads` threads. A `dynamic` kernel reads its sizes
 // and strides from `dims`, so that the same program at other sizes is the
 // same source: one built kernel serves every size whose loops have the same
@@ -226,6 +232,7 @@ void sink_weight_computations(Graph& graph);
 struct KernelSite {
   std::string target;  // the kernel node's
   std::string name;    // the kernel's function
+  c10::ScalarType dtype = c10::kFloat;
   std::vector<std::vector<int64_t>> input_sizes, input_strides;
   std::vector<std::vector<int64_t>> output_sizes, output_strides;
   std::vector<int64_t> dims;

@@ -1,7 +1,7 @@
 // Phase 3 of fx::compile: which lowered nodes run in one loop.
 //
 // One walk in graph order. A lowered node joins the open kernel of its
-// operands when their iteration spaces (shapes) are equal; when it reads
+// operands when their iteration spaces (shapes) and types are equal; when it reads
 // two open kernels of its shape it merges them (vertical fusion of a
 // diamond, `x * sigmoid(x)`). A kernel runs where its last member was, so it
 // may only grow while nothing outside it has read one of its values: the
@@ -20,15 +20,17 @@ namespace {
 
 struct Group {
   std::vector<int64_t> shape;  // the iteration space
+  c10::ScalarType dtype;       // of its values
   std::vector<Node*> members;
   bool open = true;
   bool row = false;  // holds a reduction over the last dimension
 };
 
-// Whether a node computing `out` (or, for a reduction, reducing a tensor of
-// shape `space`) can be a member of a loop over `g`.
+// Whether a node computing `out` of type `dtype` (or, for a reduction,
+// reducing a tensor of shape `space`) can be a member of a loop over `g`.
 bool fits(const Group& g, const std::vector<int64_t>& space, const std::vector<int64_t>& out,
-          bool reduction) {
+          c10::ScalarType dtype, bool reduction) {
+  if (g.dtype != dtype) return false;
   if (reduction) return g.shape == space;
   if (g.shape == out) return true;
   if (!g.row || g.shape.size() != out.size()) return false;  // a value per row: the last dimension 1
@@ -71,11 +73,12 @@ std::vector<Kernel> schedule(const Graph& graph,
     if (auto it = lowered.find(n); it != lowered.end()) {
       const bool reduction = it->second.reduction != Reduction::none;
       const std::vector<int64_t>& out = tensor_meta(*n)->shape;
+      const c10::ScalarType dtype = tensor_meta(*n)->dtype;
       const std::vector<int64_t>& space = reduction ? tensor_meta(*it->second.inputs[0])->shape : out;
       for (Node* in : it->second.inputs) {
         if (group_of[in->index()] < 0) continue;
         int g = find(parent, group_of[in->index()]);
-        if (!groups[g].open || !fits(groups[g], space, out, reduction) || g == joined) continue;
+        if (!groups[g].open || !fits(groups[g], space, out, dtype, reduction) || g == joined) continue;
         if (joined < 0) {
           joined = g;
           continue;
@@ -93,7 +96,7 @@ std::vector<Kernel> schedule(const Graph& graph,
       }
       if (joined < 0) {
         joined = static_cast<int>(groups.size());
-        groups.push_back({space, {}, true, false});
+        groups.push_back({space, dtype, {}, true, false});
         parent.push_back(joined);
       }
       groups[joined].row = groups[joined].row || reduction;
@@ -114,6 +117,7 @@ std::vector<Kernel> schedule(const Graph& graph,
     Kernel k;
     k.shape = groups[g].shape;
     k.row = groups[g].row;
+    k.dtype = groups[g].dtype;
     k.members = std::move(groups[g].members);
     std::sort(k.members.begin(), k.members.end(),
               [&](Node* a, Node* b) { return position[a->index()] < position[b->index()]; });

@@ -117,6 +117,61 @@ TEST(Compile, AnExternReadClosesAKernel) {
 // softmax, log_softmax and layer_norm decompose into reductions over the
 // last dimension and pointwise operators; each becomes one row kernel, with
 // the pointwise work before and after it.
+// float64 kernels compute in double, with the scalars as doubles: 0.1 as a
+// float would be off by 1e-9, far above the tolerance.
+TEST(Compile, Float64ComputesInDouble) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& b) {
+    return torch::sigmoid(torch::relu(x * b + 0.1)) * x - 1e-3;
+  };
+  auto compiled =
+      fx::compile([&](const std::vector<c10::IValue>& in) { return fn(in[0].toTensor(), in[1].toTensor()); },
+                  fresh_options());
+  at::Tensor x = torch::randn({64, 33}, torch::kDouble), b = torch::randn({33}, torch::kDouble);
+  at::Tensor got = compiled->run({x, b}).toTensor(), want = fn(x, b);
+  EXPECT_EQ(got.scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::allclose(got, want, 1e-13, 1e-14)) << (got - want).abs().max().item<double>();
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  EXPECT_EQ(compiled->report().extern_nodes, 0u);
+
+  auto norms = [](const at::Tensor& x, const at::Tensor& w) {
+    return torch::softmax(x, -1) + torch::layer_norm(x, {x.size(-1)}, w, w * 0.5);
+  };
+  auto compiled_norms = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return norms(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  at::Tensor y = torch::randn({6, 45}, torch::kDouble) * 3, w = torch::randn({45}, torch::kDouble);
+  got = compiled_norms->run({y, w}).toTensor(), want = norms(y, w);
+  EXPECT_TRUE(at::allclose(got, want, 1e-12, 1e-13)) << (got - want).abs().max().item<double>();
+  // softmax, layer_norm and the sum in one row kernel; the weight's w * 0.5
+  // (another shape, alone) stays ATen's.
+  EXPECT_EQ(compiled_norms->report().kernels, 1u);
+  EXPECT_EQ(compiled_norms->report().extern_nodes, 1u)
+      << compiled_norms->compiled_graph().graph().to_string();
+}
+
+// A kernel computes in one type: where float32 meets float64 (promoted by
+// ATen), the mixed operation stays an ATen call, and int64 is not fused.
+TEST(Compile, MixedTypesAreNotFusedTogether) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& i) {
+    return std::make_tuple((x.sin() * 2 + 1) + y, (i * 3 + 1).neg());
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b] = fn(in[0].toTensor(), in[1].toTensor(), in[2].toTensor());
+        return c10::ivalue::Tuple::create({a, b});
+      },
+      fresh_options());
+  at::Tensor x = torch::randn({8, 20}), y = torch::randn({8, 20}, torch::kDouble);
+  at::Tensor i = torch::randint(-50, 50, {8, 20}, torch::kLong);
+  auto got = compiled->run({x, y, i}).toTupleRef().elements();
+  auto [a, b] = fn(x, y, i);
+  EXPECT_EQ(got[0].toTensor().scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::allclose(got[0].toTensor(), a, 1e-6, 1e-7));
+  EXPECT_TRUE(torch::equal(got[1].toTensor(), b));
+  EXPECT_EQ(compiled->report().kernels, 1u);  // sin, mul, add in float32
+  EXPECT_EQ(compiled->report().fused_nodes, 3u);
+}
+
 TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
   auto fn = [](const at::Tensor& x) { return torch::softmax(x * 0.5, -1) + 1.0; };
   auto compiled =
@@ -470,12 +525,22 @@ TEST(Compile, NewSizesCompileANewSpecialization) {
   // a dynamic one, which every later size of that form runs; [1000] is one
   // flat loop, another program.
   EXPECT_EQ(compiled->num_programs(), 3u);
-  // Another dtype: a guard fails, and the float64 program runs on ATen.
+  // Another dtype: a guard fails, and float64 is another program.
   at::Tensor xd = torch::randn({8, 16}, torch::kDouble), bd = torch::randn({16}, torch::kDouble);
   expect_close(compiled->run({xd, bd}).toTensor(), chain(xd, bd));
   EXPECT_EQ(compiled->num_specializations(), 4u);
-  EXPECT_EQ(compiled->num_programs(), 3u);
-  EXPECT_EQ(compiled->report().kernels, 0u);
+  EXPECT_EQ(compiled->num_programs(), 4u);
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  // int64 is not fused: it runs on ATen.
+  at::Tensor xi = torch::randint(-9, 9, {8, 16}, torch::kLong),
+             bi = torch::randint(-9, 9, {16}, torch::kLong);
+  auto int_chain = [](const at::Tensor& x, const at::Tensor& b) { return (x * b + 1).neg() * x; };
+  auto compiled_int = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return int_chain(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  EXPECT_TRUE(torch::equal(compiled_int->run({xi, bi}).toTensor(), int_chain(xi, bi)));
+  EXPECT_EQ(compiled_int->report().kernels, 0u);
+  EXPECT_EQ(compiled_int->num_programs(), 0u);
 }
 
 // The first size's kernels are static. From the second size on, kernels
@@ -588,7 +653,7 @@ TEST(Compile, AKernelNodeChecksItsInputs) {
       [&] {
         call->call({x2.to(torch::kDouble), b2, std::vector<int64_t>{3, 40}}, {});
       },
-      testing::ThrowsMessage<fx::Error>(HasSubstr("the kernel takes float32 CPU tensors")));
+      testing::ThrowsMessage<fx::Error>(HasSubstr("the kernel takes torch.float32 CPU tensors")));
   EXPECT_THAT(
       [&] {
         call->call({x2, b2}, {});

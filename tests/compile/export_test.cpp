@@ -85,6 +85,21 @@ TEST(CompiledExport, WritesTheKernelsAndAForwardThatCallsThem) {
   EXPECT_THAT(cmake, HasSubstr("set(FX_KERNEL_ISA \""));
 }
 
+TEST(CompiledExport, AFloat64KernelTakesDoubles) {
+  ScratchDir dir("compiled_export_double");
+  auto compiled =
+      fx::compile([](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 0.1 + 1.0).relu(); },
+                  options_in(dir));
+  compiled->run({torch::randn({3, 4}, torch::kDouble)});
+  ASSERT_EQ(compiled->report().kernels, 1u);
+  compiled->export_cpp(dir.str("project"));
+  const std::string kernels = export_test::read_text(dir.path() / "project" / "kernels.h");
+  EXPECT_THAT(kernels, HasSubstr("(const double* const* in, double* const* out, const int64_t* dims);"));
+  EXPECT_THAT(kernels, HasSubstr("at::kDouble, {3, 4}, {4, 1});"));
+  EXPECT_THAT(kernels, HasSubstr("in0.data_ptr<double>()"));
+  EXPECT_THAT(export_test::read_text(dir.path() / "project" / "kernels.cpp"), HasSubstr("using S = double;"));
+}
+
 TEST(CompiledExport, AProgramWithNoKernelIsPlainExportCpp) {
   ScratchDir dir("compiled_export_none");
   auto compiled = fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(0); },
@@ -200,6 +215,10 @@ TEST_F(CompiledExportBuild, ModelProjectsComputeWhatTheCompiledModulesCompute) {
   // Attention (bmm, softmax, views), LayerNorms, GELU.
   fx::models::VisionTransformer vit(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
   expect_project_matches(vit, torch::randn({2, 3, 32, 32}), "vit", 4);
+  // The same in float64: its kernels take doubles.
+  fx::models::VisionTransformer vit64(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
+  vit64.to(torch::kDouble);
+  expect_project_matches(vit64, torch::randn({2, 3, 32, 32}, torch::kDouble), "vit64", 4);
 }
 
 }  // namespace
