@@ -8,7 +8,7 @@
 // strides of each tensor, the value of each other input, grad mode). The
 // first call that fits no specialization captures the code on those inputs
 // (fx::capture, functionalized), decomposes it (decompose.cpp), lowers its
-// float32 pointwise operators to vector expressions (lower.cpp), groups them
+// float32 and float64 pointwise operators to vector expressions (lower.cpp), groups them
 // into kernels (schedule.cpp), writes one C++ source with an `extern "C"`
 // function per kernel over at::vec::Vectorized (codegen_cpp.cpp), builds it
 // with the system compiler into a shared library cached by the hash of its

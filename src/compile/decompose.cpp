@@ -4,9 +4,9 @@
 // softmax, log_softmax and layer_norm over the last dimension as reductions and
 // pointwise operators, which the scheduler puts back together as one row
 // kernel with what comes before and after them; batch norm in eval mode as
-// pointwise operators. Only float32 is rewritten:
-// the lowering fuses nothing else, and ATen's own kernels are faster than
-// the pieces.
+// pointwise operators. Only float32 and float64 are rewritten: the
+// lowering fuses nothing else, and ATen's own kernels are faster than the
+// pieces.
 #include "phases.h"
 
 namespace fx::compile_detail {
