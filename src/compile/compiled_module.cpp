@@ -257,7 +257,7 @@ struct GraphSource {
 };
 
 // How the kernel node of `k` calls it at the sizes it was compiled for:
-// its inputs laid out as ShapeProp saw them, `dims` as generated for them.
+// its inputs laid out as their tensor_meta says, `dims` as generated for them.
 cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form,
                            std::vector<int64_t> dims) {
   cd::KernelSite site{target, k.name, k.dtype, {}, {}, {}, {}, std::move(dims)};

@@ -32,14 +32,8 @@ std::string int_list(const std::vector<int64_t>& v) {
   return s + "}";
 }
 
-// The kernel's element type in C++ and as at::ScalarType.
-std::pair<std::string, std::string> element_type(const KernelSite& k) {
-  if (k.dtype == c10::kDouble) return {"double", "at::kDouble"};
-  return {"float", "at::kFloat"};
-}
-
 std::string kernel_function(const KernelSite& k) {
-  const auto [type, dtype] = element_type(k);
+  const std::string type = element_type(k.dtype), dtype = std::string("at::k") + c10::toString(k.dtype);
   std::string params, checks, pointers;
   for (size_t i = 0; i < k.input_sizes.size(); ++i) {
     const std::string in = "in" + std::to_string(i);
@@ -82,7 +76,7 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "\n"
       "extern \"C\" {\n";
   for (const KernelSite& k : sites) {
-    const std::string type = element_type(k).first;
+    const std::string type = element_type(k.dtype);
     out += "void " + k.name + "(const " + type + "* const* in, " + type +
            "* const* out, const int64_t* dims);\n";
   }

@@ -7,6 +7,8 @@
 // would need conversions inside the loop), stays an ATen call.
 #include "phases.h"
 
+#include <fx/error.h>
+
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/strides.h>
 
@@ -20,6 +22,12 @@ namespace fx::compile_detail {
 
 const passes::TensorMetadata* tensor_meta(const Node& node) {
   return node.meta().get<passes::TensorMetadata>("tensor_meta");
+}
+
+const char* element_type(c10::ScalarType t) {
+  if (t == c10::kFloat) return "float";
+  if (t == c10::kDouble) return "double";
+  throw Error(std::string("fx::compile: no kernel computes in ") + c10::toString(t));
 }
 
 passes::TensorMetadata contiguous(passes::TensorMetadata m) {

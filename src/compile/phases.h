@@ -44,7 +44,7 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
 // Rewrites operators into the smaller set the lowering knows: addmm(b, x, w)
 // becomes add(mm(x, w), b), so that the bias and what follows it fuse into
 // one loop after the matrix product, where its one user is pointwise. It
-// runs after ShapeProp and gives the nodes it makes their tensor_meta.
+// runs on the graph's tensor_meta and gives the nodes it makes theirs.
 // Returns how many nodes it rewrote.
 size_t decompose(Graph& graph);
 
@@ -69,7 +69,11 @@ std::optional<PointwiseOp> lower(const Node& node);
 
 // The types kernels compute in: float32 and float64.
 inline bool fusable_type(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
-// The single tensor's metadata of a node after ShapeProp, or nullptr.
+// The C++ element type of a kernel computing in `t` (a fusable_type):
+// "float" or "double". The generated source, the kernel node's call and an
+// exported project all spell it from here.
+const char* element_type(c10::ScalarType t);
+// The single tensor's metadata of a node (its tensor_meta), or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
 // `m` with the strides at::empty gives its shape.
 passes::TensorMetadata contiguous(passes::TensorMetadata m);
