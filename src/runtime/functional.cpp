@@ -272,10 +272,13 @@ c10::IValue multi_head_attention(const std::string& fn, std::vector<c10::IValue>
   q = q.view({tgt_len, bsz * num_heads, head_dim}).transpose(0, 1);
   auto heads = [&](const at::Tensor& t, const std::optional<at::Tensor>& fixed, const char* name) {
     if (!fixed) return t.view({t.size(0), bsz * num_heads, head_dim}).transpose(0, 1);
-    if (fixed->dim() != 3 || fixed->size(0) != bsz * num_heads)
+    // Python indexes the sizes and fails on another rank; say so instead.
+    if (fixed->dim() != 3)
+      throw fail(std::string("AssertionError: expecting ") + name + " of 3 dimensions (bsz * num_heads, " +
+                 "source length, head_dim), but got " + std::to_string(fixed->dim()));
+    if (fixed->size(0) != bsz * num_heads)
       throw fail(std::string("AssertionError: expecting ") + name + ".size(0) of " +
-                 std::to_string(bsz * num_heads) + ", but got " +
-                 (fixed->dim() ? std::to_string(fixed->size(0)) : "a 0-D tensor"));
+                 std::to_string(bsz * num_heads) + ", but got " + std::to_string(fixed->size(0)));
     if (fixed->size(2) != head_dim)
       throw fail(std::string("AssertionError: expecting ") + name + ".size(2) of " +
                  std::to_string(head_dim) + ", but got " + std::to_string(fixed->size(2)));

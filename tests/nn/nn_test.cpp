@@ -278,6 +278,32 @@ TEST(Nn, EveryPythonCaseIsBuilt) {
   for (const auto& [name, v] : expected()["cases"].items()) EXPECT_TRUE(cases().count(name)) << name;
 }
 
+// F.multi_head_attention_forward with a static key: it must be
+// (bsz * num_heads, source length, head_dim); another rank is an fx::Error
+// that says so, as is a wrong first size.
+TEST(Nn, StaticKeyOfAnotherShapeIsAnError) {
+  torch::NoGradGuard no_grad;
+  auto w = torch::randn({24, 8}), b = torch::zeros({24}), ow = torch::randn({8, 8}), ob = torch::zeros({8});
+  auto x = torch::randn({5, 3, 8});
+  auto attend = [&](const at::Tensor& static_k) {
+    return fx::call_function("torch.nn.functional.multi_head_attention_forward",
+                             {x, x, x, 8, 2, w, b, Value(), Value(), false, 0.0, ow, ob},
+                             {{"static_k", static_k}, {"static_v", torch::randn({6, 5, 4})}});
+  };
+  auto out = attend(torch::randn({6, 5, 4}))[0].tensor();  // 3 * 2 heads of 4
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{5, 3, 8}));
+  EXPECT_THAT(
+      [&] {
+        attend(torch::randn({6, 20}));
+      },
+      testing::ThrowsMessage<fx::Error>(testing::HasSubstr("expecting static_k of 3 dimensions")));
+  EXPECT_THAT(
+      [&] {
+        attend(torch::randn({4, 5, 4}));
+      },
+      testing::ThrowsMessage<fx::Error>(testing::HasSubstr("expecting static_k.size(0) of 6, but got 4")));
+}
+
 // ---- containers ---------------------------------------------------------------
 
 TEST(Nn, ModuleListAndDict) {
