@@ -3,11 +3,14 @@
 //
 //   auto compiled = fx::compile(model, [&](const auto& in) { return model->forward(in[0].toTensor()); });
 //   c10::IValue y = compiled->run({x});   // first call: capture, decompose, fuse, generate C++, build
+//   c10::IValue z = compiled->run({x});   // runs the compiled program
 //
 // Each call's inputs are checked against guards (dtype, device, sizes and
 // strides of each tensor, the value of each other input, grad mode). The
 // first call that fits no specialization captures the code on those inputs
-// (fx::capture, functionalized), decomposes it (decompose.cpp), lowers its
+// (fx::capture, functionalized: the code runs eagerly once, and that run's
+// result is the call's, so that what it does to its inputs and buffers is
+// done once), decomposes it (decompose.cpp), lowers its
 // float32 and float64 pointwise operators to vector expressions (lower.cpp), groups them
 // into kernels (schedule.cpp), writes one C++ source with an `extern "C"`
 // function per kernel over at::vec::Vectorized (codegen_cpp.cpp), builds it
@@ -35,6 +38,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,7 +91,9 @@ class CompiledModule {
   CompiledModule& operator=(const CompiledModule&) = delete;
 
   // Runs the compiled program for these inputs, compiling a specialization
-  // first when no guard fits. Throws fx::Error for what cannot be compiled
+  // first when no guard fits; a call that compiles returns what the code
+  // computed while it was captured, and the next call with such inputs runs
+  // the compiled program. Throws fx::Error for what cannot be compiled
   // or built (the message names the compiler, or the source and its build
   // log). Threads may call run() at once: compiling is serialized, running
   // is not.
@@ -129,8 +135,11 @@ class CompiledModule {
  private:
   struct Specialization;
   // The specialization for these inputs, compiled now if need be (one
-  // without a compiled graph runs the original code). Called under mu_.
-  std::shared_ptr<Specialization> specialize(const std::vector<c10::IValue>& inputs);
+  // without a compiled graph runs the original code). Compiling captures
+  // the code, which runs it on the inputs: `captured_result` is then what it
+  // returned. Called under mu_.
+  std::shared_ptr<Specialization> specialize(const std::vector<c10::IValue>& inputs,
+                                             std::optional<c10::IValue>& captured_result);
 
   torch::nn::Module* root_;
   Function fn_;

@@ -549,10 +549,14 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
     if (grad) return fn_(inputs);  // autograd must see every operator: not compiled yet
   }
   std::shared_ptr<Specialization> s;
+  std::optional<c10::IValue> captured_result;
   {
     std::lock_guard<std::mutex> lock(mu_);  // threads share specializations; each runs its own call
-    s = specialize(inputs);
+    s = specialize(inputs, captured_result);
   }
+  // Capturing ran the code on these inputs: that run is this call's, and
+  // running it again would repeat what it did to its inputs and buffers.
+  if (captured_result) return std::move(*captured_result);
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
   if (!s->compiled) return fn_(inputs);
@@ -560,7 +564,7 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
 }
 
 std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
-    const std::vector<c10::IValue>& inputs) {
+    const std::vector<c10::IValue>& inputs, std::optional<c10::IValue>& captured_result) {
   const std::string key = guard_key(inputs);
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     specializations_.splice(specializations_.begin(), specializations_, it->second);  // most recent first
@@ -575,7 +579,14 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
 
   CaptureOptions capture_options;
   capture_options.functionalize = true;
-  s->captured = root_ ? capture(*root_, fn_, inputs, capture_options) : capture(fn_, inputs, capture_options);
+  // The code runs once, for real, while it is captured: keep what it returns.
+  auto recorded = [&](const std::vector<c10::IValue>& in) {
+    c10::IValue out = fn_(in);
+    if (!captured_result) captured_result = out;
+    return out;
+  };
+  s->captured =
+      root_ ? capture(*root_, recorded, inputs, capture_options) : capture(recorded, inputs, capture_options);
   phase.emplace_back("capture", ms_since(t));
   std::vector<GraphSource> sources;
   // A program (a kernel source) this module has built serves every size

@@ -167,6 +167,7 @@ TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
   torch::NoGradGuard no_grad;
   auto compiled = fx::compile(*block.root, block, options_in(dir));
   const at::Tensor x = torch::randn({6, 24});
+  compiled->run({x});  // compiles (and runs the block eagerly)
   const c10::IValue want = compiled->run({x});
   compiled->export_cpp(dir.str("project"), {.class_name = "Block"});
   const fs::path project = dir.path() / "project";
@@ -197,6 +198,7 @@ void expect_project_matches(fx::Module& model, const at::Tensor& x, const std::s
   torch::NoGradGuard no_grad;
   std::unique_ptr<fx::GraphModule> gm = fx::symbolic_trace(model);
   auto compiled = fx::compile(*gm, options_in(dir));
+  compiled->run({x});  // compiles (and runs the model eagerly)
   const c10::IValue want = compiled->run({x});
   ASSERT_GE(compiled->report().kernels, min_kernels);
   compiled->export_cpp(dir.str("project"));

@@ -39,12 +39,14 @@ int compile(const CommandLine& cl) {
   torch::NoGradGuard no_grad;
   // A .pt2 compiles as the program runs (state fed, mutations written back),
   // captured through the dispatcher like any LibTorch code.
-  auto compiled = program.exported
-                      ? fx::compile([&](const std::vector<c10::IValue>& in) { return program.run(in); }, options)
-                      : fx::compile(*program.module, options);
+  auto compiled =
+      program.exported
+          ? fx::compile([&](const std::vector<c10::IValue>& in) { return program.run(in); }, options)
+          : fx::compile(*program.module, options);
   const auto start = std::chrono::steady_clock::now();
-  c10::IValue out = compiled->run(inputs);
+  compiled->run(inputs);  // compiles; the code runs eagerly while it is captured
   const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c10::IValue out = compiled->run(inputs);
   if (auto d = fx::passes::first_difference(program.run(inputs), out, 1e-4, 1e-5))
     throw fx::Error("the compiled module's outputs differ from the module's: " + *d);
   const fx::CompileReport& r = compiled->report();
