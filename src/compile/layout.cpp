@@ -74,8 +74,8 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   std::vector<std::pair<Node*, passes::TensorMetadata>> before;
   for (Node* out : output->all_input_nodes())
     if (const passes::TensorMetadata* m = tensor_meta(*out)) before.emplace_back(out, *m);
-  passes::ShapeProp(gm).propagate(inputs);
-  // Before ShapeProp every input looked row-major; now a copy whose input
+  propagate_tensor_meta(gm, inputs);
+  // Before the propagation every input looked row-major; now a copy whose input
   // comes channels_last from an earlier convolution is known to be idle.
   size_t added = 0;
   for (auto& [x, copy] : copies) {

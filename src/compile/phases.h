@@ -2,7 +2,7 @@
 // The phases of fx::compile, one file each, in the order they run. Each
 // takes the previous one's result and can be run and tested alone.
 //
-//   channels_last_convolutions(graph)         layout.cpp
+//   channels_last_convolutions(graph)         layout.cpp (with meta_prop.cpp)
 //   decompose(graph)                          decompose.cpp
 //   lower(node) -> PointwiseOp?               lower.cpp
 //   schedule(graph, lowered) -> kernels       schedule.cpp
@@ -35,10 +35,16 @@ namespace fx::compile_detail {
 // Makes 2-d float32 convolutions read channels_last (NHWC) tensors, which
 // oneDNN runs faster, where there are two or more and their inputs hold
 // more elements than their weights: the row-major input of each is copied to
-// channels_last, and what follows keeps that layout. Runs ShapeProp again
-// on `inputs` when it changed anything, and copies a graph output whose
+// channels_last, and what follows keeps that layout. Propagates the new
+// layouts (ShapeProp on meta tensors) when it changed anything, and copies a graph output whose
 // layout changed back to its layout before. Returns the copies it added.
 size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs);
+
+// ---- meta_prop.cpp ---------------------------------------------------------
+// Records each node's tensor_meta for `inputs` as ShapeProp does, running
+// every operator on meta tensors (sizes, strides and dtype, no data); where
+// one cannot run so, runs the graph for real.
+void propagate_tensor_meta(GraphModule& gm, const std::vector<Value>& inputs);
 
 // ---- decompose.cpp ---------------------------------------------------------
 // Rewrites operators into the smaller set the lowering knows: addmm(b, x, w)

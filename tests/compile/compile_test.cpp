@@ -360,6 +360,77 @@ TEST(Compile, ConvolutionsReadChannelsLast) {
   EXPECT_THAT(single->compiled_graph().graph().to_string(), testing::Not(HasSubstr("clone")));
 }
 
+// An operator that counts its CPU calls, with a meta kernel.
+std::atomic<int> counted_calls{0};
+at::Tensor counted_cpu(const at::Tensor& x) {
+  ++counted_calls;
+  return x.clone();
+}
+at::Tensor counted_meta(const at::Tensor& x) { return at::empty_like(x); }
+TORCH_LIBRARY(fxcpp_compile_test, m) { m.def("counted(Tensor x) -> Tensor"); }
+TORCH_LIBRARY_IMPL(fxcpp_compile_test, CPU, m) { m.impl("counted", counted_cpu); }
+TORCH_LIBRARY_IMPL(fxcpp_compile_test, Meta, m) { m.impl("counted", counted_meta); }
+at::Tensor counted(const at::Tensor& x) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("fxcpp_compile_test::counted", "")
+                       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(x);
+}
+
+// The layouts the layout pass propagates are those a run gives: every node
+// of the compiled graph holds the sizes and strides that running it
+// records. They are propagated on meta tensors, without running the
+// model's operators again: the call that compiles runs each once.
+TEST(Compile, PropagatedLayoutsAreThoseARunGives) {
+  torch::manual_seed(0);
+  using torch::nn::Conv2dOptions;
+  torch::nn::Sequential net(torch::nn::Conv2d(Conv2dOptions(3, 8, 3).padding(1)), torch::nn::BatchNorm2d(8),
+                            torch::nn::Conv2d(Conv2dOptions(8, 8, 3).padding(1).groups(8)),
+                            torch::nn::Conv2d(Conv2dOptions(8, 16, 1).stride(2)), torch::nn::Linear(16, 5));
+  net->eval();
+  torch::NoGradGuard no_grad;
+  auto forward = [&](const at::Tensor& x) {
+    at::Tensor a = torch::relu(
+        net[1]->as<torch::nn::BatchNorm2d>()->forward(net[0]->as<torch::nn::Conv2d>()->forward(x)));
+    at::Tensor b = torch::max_pool2d(a, 2);
+    at::Tensor c = torch::relu(counted(net[2]->as<torch::nn::Conv2d>()->forward(b)) + b);
+    at::Tensor d = torch::adaptive_avg_pool2d(net[3]->as<torch::nn::Conv2d>()->forward(c), {1, 1}).flatten(1);
+    return std::make_tuple(net[4]->as<torch::nn::Linear>()->forward(d), c * 0.5);
+  };
+  auto compiled = fx::compile(
+      *net,
+      [&](const std::vector<c10::IValue>& in) {
+        auto [y, c] = forward(in[0].toTensor());
+        return c10::ivalue::Tuple::create({y, c});
+      },
+      fresh_options());
+  at::Tensor x = torch::randn({4, 3, 16, 16});
+  counted_calls = 0;
+  compiled->run({x});
+  EXPECT_EQ(counted_calls, 1);  // captured; not run again to propagate the layouts
+  auto got = compiled->run({x}).toTupleRef().elements();
+  EXPECT_EQ(counted_calls, 2);
+  auto [y, c] = forward(x);
+  expect_close(got[0].toTensor(), y);
+  expect_close(got[1].toTensor(), c);
+  EXPECT_EQ(got[1].toTensor().strides(), c.strides());
+  fx::GraphModule& graph = compiled->compiled_graph();
+  ASSERT_THAT(graph.graph().to_string(), HasSubstr("torch.channels_last"));
+  std::vector<std::pair<fx::Node*, fx::passes::TensorMetadata>> propagated;
+  for (fx::Node* n : graph.graph().nodes())
+    if (const auto* m = n->meta().get<fx::passes::TensorMetadata>("tensor_meta"))
+      propagated.emplace_back(n, *m);
+  EXPECT_GE(propagated.size(), 15u);
+  fx::passes::ShapeProp(graph).propagate({fx::Value(x)});
+  for (const auto& [n, before] : propagated) {
+    const auto* ran = n->meta().get<fx::passes::TensorMetadata>("tensor_meta");
+    ASSERT_NE(ran, nullptr) << n->name();
+    EXPECT_EQ(ran->shape, before.shape) << n->format_node();
+    EXPECT_EQ(ran->stride, before.stride) << n->format_node();
+    EXPECT_EQ(ran->dtype, before.dtype) << n->format_node();
+  }
+}
+
 // A kernel writes its result into the buffer of an input that nothing
 // reads after it and that a node made fresh (eager's `relu_(out += b)`), so
 // that a call holds one buffer less; never into one that is read again.
