@@ -8,7 +8,7 @@
 // bench/run_compile_models_bench.sh prints them side by side.
 //
 //   compile_models_bench [--runs N] [--threads T] [--batches 1,8] [--models resnet50,...]
-//                        [--cache DIR] [--first-call-only]
+//                        [--cache DIR] [--first-call-only | --eager-first-call-only]
 //
 // Prints one JSON object: per model and batch, the first call's time
 // (capture, the phases, the build or a load from --cache), the kernels and
@@ -17,7 +17,9 @@
 // call above those live before it (peak_memory.h), eager and compiled.
 // With --cache, kernels are built into DIR and kept: a second process with
 // the same DIR times a warm first call (nothing to build). With
-// --first-call-only, only the first calls are timed.
+// --first-call-only, only the first calls are timed; with
+// --eager-first-call-only, only eager's first calls (in a process of their
+// own, what a warm first call pays beyond them is fx::compile's).
 #include <fx/compile.h>
 #include <fx/models/batch_norm_statistics.h>
 #include <fx/models/mobilenetv2.h>
@@ -125,13 +127,13 @@ std::vector<fxbench::Row> time_alternating(const std::string& name, int runs,
 
 int main(int argc, char** argv) try {
   int runs = 10, threads = 0;
-  bool first_call_only = false;
+  bool first_call_only = false, eager_first_call_only = false;
   std::vector<std::string> names, batches = {"1", "8"};
   std::string cache;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--first-call-only") {
-      first_call_only = true;
+    if (flag == "--first-call-only" || flag == "--eager-first-call-only") {
+      (flag == "--first-call-only" ? first_call_only : eager_first_call_only) = true;
       continue;
     }
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
@@ -172,6 +174,14 @@ int main(int argc, char** argv) try {
     };
     for (const std::string& batch : batches) {
       const Inputs inputs = model.inputs(std::stoll(batch));
+      if (eager_first_call_only) {
+        auto start = std::chrono::steady_clock::now();
+        eager(inputs);
+        std::printf("%s{\"program\": \"%s\", \"batch\": %s, \"first_call_ms\": %.1f}", first ? "" : ", ",
+                    model.name.c_str(), batch.c_str(), ms_since(start));
+        first = false;
+        continue;
+      }
       auto compiled = fx::compile(
           *model.module, [&](const Inputs& in) -> c10::IValue { return eager(in); }, options);
       auto start = std::chrono::steady_clock::now();
