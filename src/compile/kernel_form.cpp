@@ -5,6 +5,8 @@
 // built kernel thereby serves every size of the same form.
 #include "phases.h"
 
+#include <c10/util/accumulate.h>
+
 #include <c10/util/strides.h>
 
 #include <algorithm>
@@ -137,7 +139,9 @@ std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArr
     const DimsLayout layout = dims_layout(f);
     const int64_t inner = shape.back();
     dims.assign(layout.size, 0);
-    dims[0] = numel / std::max<int64_t>(inner, 1);
+    // The rows are counted from the other dimensions, not numel / inner:
+    // rows of no elements still each get a value (a sum over none is 0).
+    dims[0] = c10::multiply_integers(shape.begin(), shape.end() - 1);
     dims[1] = inner;
     for (size_t d = 0; d < layout.shape.size(); ++d) dims[layout.shape[d]] = shape[d];
     for (size_t k = 0; k < read.size(); ++k)

@@ -961,3 +961,48 @@ TEST(Compile, WhileLoopBodyIsCompiled) {
 }
 
 }  // namespace
+
+// Empty tensors (no rows, or rows of no elements: a sum over none is 0),
+// NaN and inf, and 0-dim tensors compute as eager: the same kernels serve
+// sizes with zeros in them.
+TEST(Compile, EmptyZeroDimNanAndInfComputeAsEager) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& b) {
+    at::Tensor y = torch::relu(x * b + 1.0).exp() - 0.5;
+    return std::make_tuple(y, torch::softmax(x * 2.0, -1), (x * x).sum(-1, true) + 1.0,
+                           (x - 1.0).mean(-1, true) * 2.0);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c, d] = fn(in[0].toTensor(), in[1].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c, d});
+      },
+      fresh_options());
+  for (auto shape : std::vector<std::vector<int64_t>>{{3, 7}, {0, 5}, {5, 0}, {4, 9}, {2, 0}}) {
+    at::Tensor x = torch::randn(shape), b = torch::randn({shape[1]});
+    if (x.numel() > 2) {
+      x.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+      x.view(-1)[1] = std::numeric_limits<float>::infinity();
+    }
+    auto got = run_compiled(*compiled, {x, b}).toTupleRef().elements();
+    auto [y, s, c, m] = fn(x, b);
+    size_t i = 0;
+    for (const at::Tensor& want : {y, s, c, m}) {
+      const at::Tensor& have = got[i++].toTensor();
+      ASSERT_EQ(have.sizes(), want.sizes());
+      EXPECT_TRUE(at::allclose(have, want, 1e-5, 1e-6, /*equal_nan=*/true))
+          << "shape " << c10::IntArrayRef(shape) << ", output " << i - 1 << ":\n"
+          << have << want;
+    }
+  }
+  EXPECT_GE(compiled->report().kernels, 3u);
+  auto scalar = fx::compile(
+      [](const std::vector<c10::IValue>& in) {
+        return c10::IValue((in[0].toTensor() * 2.0 + 1.0).sigmoid());
+      },
+      fresh_options());
+  at::Tensor z = torch::tensor(0.3f);
+  at::Tensor r = run_compiled(*scalar, {z}).toTensor();
+  EXPECT_EQ(r.dim(), 0);
+  expect_close(r, (z * 2.0 + 1.0).sigmoid());
+  EXPECT_EQ(scalar->report().kernels, 1u);
+}
