@@ -476,8 +476,25 @@ void write_debug_files(const std::string& debug_dir, const GraphModule& compiled
 
 }  // namespace
 
+namespace {
+
+// The inputs a specialization's graph takes: tensors, and lists and tuples
+// (of tensors). A number, string, bool or None is part of the guard, and
+// the graph is captured with its value as a constant.
+bool graph_input(const c10::IValue& v) { return v.isTensor() || v.isList() || v.isTuple(); }
+
+std::vector<c10::IValue> graph_inputs(const std::vector<c10::IValue>& inputs) {
+  std::vector<c10::IValue> out;
+  for (const c10::IValue& v : inputs)
+    if (graph_input(v)) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
 struct CompiledModule::Specialization {
   std::string key;
+  bool constants = false;                 // some inputs are values captured as constants, not graph inputs
   std::unique_ptr<GraphModule> captured;  // owns the attributes the compiled graph reads
   std::unique_ptr<GraphModule> compiled;  // nullptr: these inputs run the original code
   CompileReport report;
@@ -560,7 +577,7 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
   if (!s->compiled) return fn_(inputs);
-  return s->compiled->run(inputs);
+  return s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
 }
 
 std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
@@ -580,13 +597,19 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
   CaptureOptions capture_options;
   capture_options.functionalize = true;
   // The code runs once, for real, while it is captured: keep what it returns.
+  // The graph's inputs are the tensors; the other inputs are these values.
+  const std::vector<c10::IValue> tensors = graph_inputs(inputs);
+  s->constants = tensors.size() != inputs.size();
   auto recorded = [&](const std::vector<c10::IValue>& in) {
-    c10::IValue out = fn_(in);
+    std::vector<c10::IValue> all = inputs;
+    for (size_t i = 0, k = 0; i < all.size() && k < in.size(); ++i)
+      if (graph_input(all[i])) all[i] = in[k++];
+    c10::IValue out = fn_(all);
     if (!captured_result) captured_result = out;
     return out;
   };
-  s->captured =
-      root_ ? capture(*root_, recorded, inputs, capture_options) : capture(recorded, inputs, capture_options);
+  s->captured = root_ ? capture(*root_, recorded, tensors, capture_options)
+                      : capture(recorded, tensors, capture_options);
   phase.emplace_back("capture", ms_since(t));
   std::vector<GraphSource> sources;
   // A program (a kernel source) this module has built serves every size
@@ -606,7 +629,7 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
   const bool dynamic =
       options_.dynamic == Dynamic::on || (options_.dynamic == Dynamic::automatic && !programs_.empty());
   try {
-    s->compiled = compile_graph(*s->captured, std::vector<Value>(inputs.begin(), inputs.end()), options_,
+    s->compiled = compile_graph(*s->captured, std::vector<Value>(tensors.begin(), tensors.end()), options_,
                                 s->report, sources, "", may_build, dynamic);
   } catch (const TooManyPrograms&) {
     if (!warned_)

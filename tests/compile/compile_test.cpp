@@ -1006,3 +1006,26 @@ TEST(Compile, EmptyZeroDimNanAndInfComputeAsEager) {
   expect_close(r, (z * 2.0 + 1.0).sigmoid());
   EXPECT_EQ(scalar->report().kernels, 1u);
 }
+
+// Numbers, bools and strings among the inputs are part of the guard: the
+// graph takes the tensors and has the other values as constants, each
+// value a specialization of its own (before, capture refused them).
+TEST(Compile, NumberInputsAreConstantsOfTheirSpecialization) {
+  auto fn = [](const std::vector<c10::IValue>& in) {
+    at::Tensor y = in[0].toTensor() * in[1].toDouble() + static_cast<double>(in[3].toInt());
+    return c10::IValue(in[2].toBool() ? torch::relu(y) : torch::tanh(y));
+  };
+  auto compiled = fx::compile(fn, fresh_options());
+  at::Tensor x = torch::randn({5, 9});
+  for (const double scale : {2.5, 3.5})
+    for (const bool relu : {true, false}) {
+      const std::vector<c10::IValue> in{x, scale, relu, int64_t{3}};
+      expect_close(run_compiled(*compiled, in).toTensor(), fn(in).toTensor());
+      EXPECT_EQ(compiled->report().kernels, 1u);
+      size_t placeholders = 0;
+      for (fx::Node* n : compiled->compiled_graph().graph().nodes())
+        placeholders += n->op() == fx::Op::placeholder;
+      EXPECT_EQ(placeholders, 1u);
+    }
+  EXPECT_EQ(compiled->num_specializations(), 4u);
+}
