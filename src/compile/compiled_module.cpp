@@ -474,10 +474,6 @@ void write_debug_files(const std::string& debug_dir, const GraphModule& compiled
   for (const auto& [name, ms] : phases) phases_txt << name << " " << ms << " ms\n";
 }
 
-}  // namespace
-
-namespace {
-
 // The inputs a specialization's graph takes: tensors, and lists and tuples
 // (of tensors). A number, string, bool or None is part of the guard, and
 // the graph is captured with its value as a constant.

@@ -97,6 +97,8 @@ TEST(CompiledExport, AFloat64KernelTakesDoubles) {
   EXPECT_THAT(kernels, HasSubstr("(const double* const* in, double* const* out, const int64_t* dims);"));
   EXPECT_THAT(kernels, HasSubstr("at::kDouble, {3, 4}, {4, 1});"));
   EXPECT_THAT(kernels, HasSubstr("in0.data_ptr<double>()"));
+  // A tensor of another type is named as Python names it (torch.float32).
+  EXPECT_THAT(kernels, HasSubstr("\" is not a torch.\" + std::string(c10::getDtypeNames(dtype).first)"));
   EXPECT_THAT(export_test::read_text(dir.path() / "project" / "kernels.cpp"), HasSubstr("using S = double;"));
 }
 
