@@ -2,7 +2,8 @@
 // 1,000 tiny operators on a 4x4 tensor (per-operator overhead: one kernel
 // when compiled); a chain of six
 // pointwise operators on a 1024x1024 tensor (memory-bound: fusion's best
-// case); softmax(x / 8) over rows of attention scores; LayerNorm over 768
+// case); softmax(x / 8) over rows of attention scores, and with a causal
+// mask (masked_fill by a bool [128, 128] tensor); LayerNorm over 768
 // features of 512 tokens; and a transformer MLP block, Linear(768, 3072) +
 // GELU + Linear(3072, 768) on 128 tokens (matrix products stay ATen calls;
 // the biases and GELU fuse); and a ResNet bottleneck's 1x1 convolution with
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 namespace {
 
@@ -142,6 +144,17 @@ int main(int argc, char** argv) try {
   program(
       "softmax(x / 8) [1024, 128]", flags, *softmax,
       [&](const Inputs& in) { return softmax_fn(in[0].toTensor()); }, {scores}, 1e-5, 1e-6, false);
+
+  at::Tensor heads = torch::randn({8, 128, 128}), causal = torch::ones({128, 128}, torch::kBool).triu(1);
+  auto masked_fn = [](const at::Tensor& s, const at::Tensor& m) {
+    return torch::softmax(s.masked_fill(m, -std::numeric_limits<double>::infinity()) / 8.0, -1);
+  };
+  auto masked =
+      fx::compile(fn([&](const auto& in) { return masked_fn(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "masked softmax [8, 128, 128]", flags, *masked,
+      [&](const Inputs& in) { return masked_fn(in[0].toTensor(), in[1].toTensor()); }, {heads, causal}, 1e-5,
+      1e-6, false);
 
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}));
   at::Tensor hidden = torch::randn({512, 768});

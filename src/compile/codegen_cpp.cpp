@@ -13,7 +13,9 @@
 // members' expressions over at::vec::Vectorized<S> (AVX2 where the
 // build enables it, ATen's portable fallback otherwise); the last, partial
 // vector uses the same body with counted loads and stores. Inputs are read through their strides,
-// broadcast dimensions with stride 0; outputs are written contiguous.
+// broadcast dimensions with stride 0; outputs are written contiguous. A
+// bool tensor is a mask in the loop (V's lanes all ones or all zeros):
+// load_mask and store_mask convert between the two.
 #include "phases.h"
 
 #include <fx/error.h>
@@ -55,6 +57,28 @@ constexpr int64_t kStep = V::size();
   for (int64_t k = 0; k < n; ++k) t[k] = p[k * s];
   return V::loadu(t);
 }
+
+// Masks: the lanes of a bool value, all ones where it is true (as at::vec's
+// comparisons make them, and every V::blendv reads them), from and to bool
+// tensors.
+using I = at::vec::int_same_size_t<S>;
+[[maybe_unused]] static inline V all_ones() {
+  alignas(64) I t[kStep];
+  for (int64_t k = 0; k < kStep; ++k) t[k] = I(-1);
+  return V::loadu(t);
+}
+[[maybe_unused]] static inline V mask_of(bool b) { return b ? all_ones() : V(S(0)); }
+// The first n elements p[0], p[s], p[2s], ... as a mask.
+[[maybe_unused]] static inline V load_mask(const bool* p, int64_t s, int64_t n) {
+  alignas(64) I t[kStep] = {};
+  for (int64_t k = 0; k < n; ++k) t[k] = p[k * s] ? I(-1) : I(0);
+  return V::loadu(t);
+}
+[[maybe_unused]] static inline void store_mask(bool* p, const V& m, int64_t n) {
+  alignas(64) I t[kStep];
+  m.store(t);
+  for (int64_t k = 0; k < n; ++k) p[k] = t[k] != 0;
+}
 )" + "}  // namespace " +
          lanes_namespace(type) + "\n";
 }
@@ -75,7 +99,11 @@ class KernelWriter {
     // The kernel loops over its shape in its order: its sizes and its
     // inputs' strides are permuted so.
     const std::vector<int64_t> loop_shape = permuted(k.shape, k.order);
-    for (Node* in : k.inputs) strides_.push_back(permuted(node_read_strides(*in, k.shape), k.order));
+    for (Node* in : k.inputs) {
+      strides_.push_back(permuted(node_read_strides(*in, k.shape), k.order));
+      mask_input_.push_back(tensor_meta(*in)->dtype == c10::kBool);
+    }
+    for (Node* out : k.outputs) mask_output_.push_back(tensor_meta(*out)->dtype == c10::kBool);
     std::vector<bool> full;
     for (Node* out : k.outputs) full.push_back(!k.row || is_full(*out));
     form_ = kernel_form(k.row, loop_shape, strides_, std::move(full));
@@ -143,6 +171,7 @@ class KernelWriter {
   // all elements (index i); else the row's offset b<k> plus j along the last
   // dimension.
   std::string load(size_t k, const std::string& count, bool flat) const {
+    if (mask_input_[k]) return load_mask(k, count, flat);
     const std::string p = std::string("in[") + std::to_string(k) + "]",
                       b = std::string("b") + std::to_string(k);
     const std::string n = count.empty() ? "" : ", " + count;
@@ -156,6 +185,32 @@ class KernelWriter {
     const std::string& s = stride_at_[k].back();
     return "gather(" + p + " + " + b + " + j * " + s + ", " + s + ", " + (count.empty() ? "kStep" : count) +
            ")";
+  }
+
+  // Input k, a bool tensor, as a mask: load() for masks.
+  std::string load_mask(size_t k, const std::string& count, bool flat) const {
+    const std::string p = "reinterpret_cast<const bool*>(in[" + std::to_string(k) + "])",
+                      b = std::string("b") + std::to_string(k);
+    const std::string n = count.empty() ? "kStep" : count;
+    bool zero = true;
+    for (int64_t s : strides_[k]) zero &= s == 0;
+    const int64_t inner = strides_[k].empty() ? 0 : strides_[k].back();
+    if (zero) return "mask_of(" + p + "[0])";
+    if (flat) return "load_mask(" + p + " + i, 1, " + n + ")";
+    if (inner == 0) return "mask_of(" + p + "[" + b + "])";
+    const std::string s = inner == 1 ? "1" : stride_at_[k].back();
+    return "load_mask(" + p + " + " + b + " + j * " + s + ", " + s + ", " + n + ")";
+  }
+
+  // The statement that stores `v`, the value of output o, at `offset` of
+  // its tensor: `count` elements, or a full vector when it is empty.
+  std::string store(size_t o, const std::string& v, const std::string& offset,
+                    const std::string& count) const {
+    const std::string out = "out[" + std::to_string(o) + "]";
+    if (mask_output_[o])
+      return "store_mask(reinterpret_cast<bool*>(" + out + ") + " + offset + ", " + v + ", " +
+             (count.empty() ? "kStep" : count) + ");";
+    return v + ".store(" + out + " + " + offset + (count.empty() ? "" : ", " + count) + ");";
   }
 
   // One loop over all elements: every input is dense in the kernel's order
@@ -300,18 +355,19 @@ class KernelWriter {
     if (any_full)
       for (const bool tail : {false, true}) {
         const std::string count = tail ? "kInner % kStep" : "";
-        const std::string n = tail ? ", " + count : "";
         os << vector_loop("    ", "kInner", "j", tail);
         auto locals = per_row;
         for (size_t o = 0; o < k_.outputs.size(); ++o)
           if (is_full(*k_.outputs[o])) {
             const std::string v = value(k_.outputs[o], locals, os, count);
-            os << "      " << v << ".store(out[" << o << "] + o * kInner + j" << n << ");\n";
+            os << "      " << store(o, v, "o * kInner + j", count) << "\n";
           }
         os << "    }\n";
       }
     for (size_t o = 0; o < k_.outputs.size(); ++o)
-      if (!is_full(*k_.outputs[o]))
+      if (!is_full(*k_.outputs[o]) && mask_output_[o])
+        os << "    " << store(o, per_row.at(k_.outputs[o]), "o", "1") << "\n";
+      else if (!is_full(*k_.outputs[o]))
         os << "    {\n      alignas(64) S lane[kStep];\n      " << per_row.at(k_.outputs[o])
            << ".store(lane);\n      out[" << o << "][o] = lane[0];\n    }\n";
     os << "  }\n";
@@ -379,7 +435,6 @@ class KernelWriter {
   // vector, else the number of elements of a partial one.
   void body(std::ostream& os, const std::string& pad, const std::string& out_offset,
             const std::string& count) {
-    const std::string n = count.empty() ? "" : ", " + count;
     std::unordered_map<const Node*, std::string> local;
     for (size_t k = 0; k < k_.inputs.size(); ++k) {
       const std::string name = std::string("a") + std::to_string(k);
@@ -393,13 +448,14 @@ class KernelWriter {
       local[k_.members[m]] = name;
     }
     for (size_t o = 0; o < k_.outputs.size(); ++o)
-      os << pad << local.at(k_.outputs[o]) << ".store(out[" << o << "] + " << out_offset << n << ");\n";
+      os << pad << store(o, local.at(k_.outputs[o]), out_offset, count) << "\n";
   }
 
   const Kernel& k_;
   const std::unordered_map<const Node*, PointwiseOp>& lowered_;
   int threads_;
   std::vector<std::vector<int64_t>> strides_;
+  std::vector<bool> mask_input_, mask_output_;  // bool tensors, masks in the loop
   KernelForm form_;
   std::vector<int64_t> dims_;                        // at the sizes it is generated for
   std::vector<std::string> shape_at_;                // dims[i] of each dimension but the last

@@ -42,12 +42,20 @@ using KernelFn = void (*)(const S* const*, S* const*, const int64_t*);
 // and calls the kernel with the sizes and strides of this call: one
 // registered kernel serves every size of its form. The kernel loops over
 // the shape in its order (Kernel::order): sizes and strides are permuted so,
-// and its outputs are laid out so.
+// and its outputs are laid out so. Its inputs and outputs have the type it
+// computes in (S), or are bool (masks), each as `types` says.
+struct KernelTypes {
+  at::ScalarType compute;
+  std::vector<at::ScalarType> inputs, outputs;
+};
 class KernelCall : public Callable {
  public:
-  KernelCall(std::string name, void* fn, at::ScalarType dtype, cd::KernelForm form,
-             std::vector<int64_t> order)
-      : name_(std::move(name)), fn_(fn), dtype_(dtype), form_(std::move(form)), order_(std::move(order)) {
+  KernelCall(std::string name, void* fn, KernelTypes types, cd::KernelForm form, std::vector<int64_t> order)
+      : name_(std::move(name)),
+        fn_(fn),
+        types_(std::move(types)),
+        form_(std::move(form)),
+        order_(std::move(order)) {
     for (size_t d = 0; d < order_.size(); ++d)
       row_major_ = row_major_ && order_[d] == static_cast<int64_t>(d);
   }
@@ -70,10 +78,10 @@ class KernelCall : public Callable {
     for (size_t i = 0; i < n; ++i) {
       if (!args[i].isTensor()) throw Error(name_ + ": input " + std::to_string(i) + " is not a tensor");
       in[i] = args[i].toTensor();
-      if (in[i].scalar_type() != dtype_ || !in[i].device().is_cpu())
+      if (in[i].scalar_type() != types_.inputs[i] || !in[i].device().is_cpu())
         throw Error(name_ + ": input " + std::to_string(i) + " is " + c10::toString(in[i].scalar_type()) +
-                    " on " + in[i].device().str() + "; the kernel takes " + fx::detail::repr_dtype(dtype_) +
-                    " CPU tensors");
+                    " on " + in[i].device().str() + "; the kernel takes a " +
+                    fx::detail::repr_dtype(types_.inputs[i]) + " CPU tensor there");
       auto s = cd::read_strides(in[i].sizes(), in[i].strides(), shape);
       if (!s)
         throw Error(name_ + ": input " + std::to_string(i) + " of sizes " + c10::str(in[i].sizes()) +
@@ -107,8 +115,9 @@ class KernelCall : public Callable {
     const size_t outputs = form_.full_outputs.size();
     std::vector<at::Tensor> out(outputs);
     for (size_t o = 0; o < outputs; ++o) {
-      const auto options = at::TensorOptions().dtype(dtype_);
-      if (o == 0 && reuse && form_.full_outputs[0] && owns_its_buffer(in[*reuse], shape)) {
+      const auto options = at::TensorOptions().dtype(types_.outputs[o]);
+      if (o == 0 && reuse && form_.full_outputs[0] && in[*reuse].scalar_type() == types_.outputs[0] &&
+          owns_its_buffer(in[*reuse], shape)) {
         out[0] = in[*reuse];
         continue;
       }
@@ -116,7 +125,7 @@ class KernelCall : public Callable {
                : row_major_           ? at::empty(shape, options)
                                       : at::empty_strided(shape, cd::dense_strides(shape, order_), options);
     }
-    if (dtype_ == at::kDouble)
+    if (types_.compute == at::kDouble)
       run<double>(in, out, *dims);
     else
       run<float>(in, out, *dims);
@@ -135,9 +144,11 @@ class KernelCall : public Callable {
   void run(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
            const std::vector<int64_t>& dims) const {
     std::vector<const S*> in_ptrs(in.size());
-    for (size_t i = 0; i < in.size(); ++i) in_ptrs[i] = in[i].const_data_ptr<S>();
+    // A bool tensor's data is passed as an S pointer: the kernel reads and
+    // writes it as bool (codegen_cpp.cpp's load_mask and store_mask).
+    for (size_t i = 0; i < in.size(); ++i) in_ptrs[i] = static_cast<const S*>(in[i].const_data_ptr());
     std::vector<S*> out_ptrs(out.size());
-    for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = out[o].mutable_data_ptr<S>();
+    for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = static_cast<S*>(out[o].mutable_data_ptr());
     reinterpret_cast<KernelFn<S>>(fn_)(in_ptrs.data(), out_ptrs.data(), dims.data());
   }
 
@@ -149,8 +160,8 @@ class KernelCall : public Callable {
   }
 
   std::string name_;
-  void* fn_;  // a KernelFn<S> of S the type of dtype_
-  at::ScalarType dtype_;
+  void* fn_;  // a KernelFn<S> of S the type of types_.compute
+  KernelTypes types_;
   cd::KernelForm form_;
   std::vector<int64_t> order_;
   bool row_major_ = true;
@@ -260,12 +271,14 @@ struct GraphSource {
 // its inputs laid out as their tensor_meta says, `dims` as generated for them.
 cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const cd::KernelForm& form,
                            std::vector<int64_t> dims) {
-  cd::KernelSite site{target, k.name, k.dtype, {}, {}, {}, {}, std::move(dims)};
+  cd::KernelSite site{target, k.name, k.dtype, {}, {}, {}, {}, {}, {}, std::move(dims)};
   for (Node* in : k.inputs) {
     const passes::TensorMetadata* m = cd::tensor_meta(*in);
+    site.input_dtypes.push_back(m->dtype);
     site.input_sizes.push_back(m->shape);
     site.input_strides.push_back(m->stride);
   }
+  for (Node* out : k.outputs) site.output_dtypes.push_back(cd::tensor_meta(*out)->dtype);
   std::vector<int64_t> per_row = k.shape;
   if (!per_row.empty()) per_row.back() = 1;
   for (bool full : form.full_outputs) {
@@ -426,8 +439,11 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     const size_t index = &k - kernels.data();
     const cd::KernelForm& form = generated.forms[index];
+    KernelTypes types{k.dtype, {}, {}};
+    for (Node* in : k.inputs) types.inputs.push_back(cd::tensor_meta(*in)->dtype);
+    for (Node* out : k.outputs) types.outputs.push_back(cd::tensor_meta(*out)->dtype);
     register_function(target,
-                      std::make_shared<KernelCall>(k.name, library->symbol(k.name), k.dtype, form, k.order));
+                      std::make_shared<KernelCall>(k.name, library->symbol(k.name), types, form, k.order));
     sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
     Node* call = g->call_function(target, std::move(args));
     kernel_calls.emplace_back(call, &k, &form);

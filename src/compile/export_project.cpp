@@ -32,15 +32,29 @@ std::string int_list(const std::vector<int64_t>& v) {
   return s + "}";
 }
 
+// at::kFloat, at::kBool, ...
+std::string dtype_constant(c10::ScalarType t) { return std::string("at::k") + c10::toString(t); }
+
+// The data of `tensor`, of type `dtype`, as the kernel's `type`: a bool
+// tensor's goes as an S pointer, which the kernel reads and writes as bool
+// (masks).
+std::string data(const std::string& tensor, c10::ScalarType dtype, const std::string& type,
+                 const char* constness) {
+  if (dtype == c10::kBool)
+    return "reinterpret_cast<" + std::string(constness) + type + "*>(" + tensor + ".data_ptr<bool>())";
+  return tensor + ".data_ptr<" + type + ">()";
+}
+
 std::string kernel_function(const KernelSite& k) {
-  const std::string type = element_type(k.dtype), dtype = std::string("at::k") + c10::toString(k.dtype);
+  const std::string type = element_type(k.dtype);
   std::string params, checks, pointers;
   for (size_t i = 0; i < k.input_sizes.size(); ++i) {
     const std::string in = "in" + std::to_string(i);
     params += (i ? ", " : "") + ("at::Tensor " + in);
-    checks += "  input(" + in + ", \"" + k.name + "\", " + std::to_string(i) + ", " + dtype + ", " +
-              int_list(k.input_sizes[i]) + ", " + int_list(k.input_strides[i]) + ");\n";
-    pointers += (i ? ", " : "") + in + ".data_ptr<" + type + ">()";
+    checks += "  input(" + in + ", \"" + k.name + "\", " + std::to_string(i) + ", " +
+              dtype_constant(k.input_dtypes[i]) + ", " + int_list(k.input_sizes[i]) + ", " +
+              int_list(k.input_strides[i]) + ");\n";
+    pointers += (i ? ", " : "") + data(in, k.input_dtypes[i], type, "const ");
   }
   const bool one = k.output_sizes.size() == 1;
   std::string out = "inline " + std::string(one ? "at::Tensor " : "std::vector<at::Tensor> ") + k.name + "(" +
@@ -50,9 +64,9 @@ std::string kernel_function(const KernelSite& k) {
     const std::string name = "out" + std::to_string(o);
     out += "  at::Tensor " + name + " = at::empty_strided(std::vector<int64_t>" +
            int_list(k.output_sizes[o]) + ", std::vector<int64_t>" + int_list(k.output_strides[o]) + ", " +
-           dtype + ");\n";
+           dtype_constant(k.output_dtypes[o]) + ");\n";
     outputs += (o ? ", " : "") + name;
-    out_pointers += (o ? ", " : "") + name + ".data_ptr<" + type + ">()";
+    out_pointers += (o ? ", " : "") + data(name, k.output_dtypes[o], type, "");
   }
   out += "  " + type + "* out[] = {" + out_pointers + "};\n";
   out += "  static const int64_t dims[] = " + int_list(k.dims) + ";\n";

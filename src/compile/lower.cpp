@@ -1,10 +1,14 @@
 // Phase 2 of fx::compile: a float32 or float64 pointwise ATen node as an
-// expression over at::vec::Vectorized<S> (V), S being the node's type: the
-// loop-level form the code generator composes. Each value is a function of
-// the loop index; an expression names its tensor operands {0}, {1}, ... and
-// the generator substitutes the values it loaded or computed for them.
-// Anything not in the table below, of another type, or mixing types (which
-// would need conversions inside the loop), stays an ATen call.
+// expression over at::vec::Vectorized<S> (V), S being the type it computes
+// in: the loop-level form the code generator composes. Each value is a
+// function of the loop index; an expression names its tensor operands {0},
+// {1}, ... and the generator substitutes the values it loaded or computed
+// for them. A bool value (a comparison, a mask read from a bool tensor) is
+// a mask: a V whose lanes are all ones or all zeros, as at::vec's
+// comparisons make them and V::blendv reads them; `where` and `masked_fill`
+// select with it. Anything not in the tables below, of another type, or
+// mixing float types (which would need conversions inside the loop), stays
+// an ATen call.
 #include "phases.h"
 
 #include <fx/error.h>
@@ -60,10 +64,11 @@ std::string vec_constant(double value) {
 }
 
 // Builds one node's expression: operands become {k} references (tensors)
-// or constants (Python scalars).
+// or constants (Python scalars). `dtype` is the type its operands have: S,
+// or bool for a logical operator on masks.
 class Builder {
  public:
-  Builder(const Node& n, c10::ScalarType dtype) : n_(n), dtype_(dtype) {}
+  Builder(const Node& n, c10::ScalarType dtype) : n_(n), dtype_(dtype) { op_.compute = dtype; }
 
   // The positional argument `i`, else the keyword `key`, else nullptr.
   const Argument* arg(size_t i, const char* key = nullptr) const {
@@ -82,19 +87,11 @@ class Builder {
   // An operand as an expression: "{k}" for a tensor of the node's dtype, a
   // constant for a number; empty when it is neither (the node is not
   // lowered: a kernel computes in one type, with no conversions).
-  std::string operand(size_t i, const char* key = nullptr) {
+  std::string operand(size_t i, const char* key = nullptr) { return tensor_or_scalar(i, key, dtype_); }
+  // A bool tensor operand, as a mask ("{k}"); empty for anything else.
+  std::string mask(size_t i, const char* key = nullptr) {
     const Argument* a = arg(i, key);
-    if (!a) return {};
-    if (Node* in = a->node()) {
-      const passes::TensorMetadata* m = tensor_meta(*in);
-      if (!m || m->dtype != dtype_ || m->is_quantized) return {};
-      for (size_t k = 0; k < op_.inputs.size(); ++k)
-        if (op_.inputs[k] == in) return std::string("{") + std::to_string(k) + "}";
-      op_.inputs.push_back(in);
-      return std::string("{") + std::to_string(op_.inputs.size() - 1) + "}";
-    }
-    if (auto v = scalar(i, key)) return vec_constant(*v);
-    return {};
+    return a && a->is_node() ? tensor_or_scalar(i, key, c10::kBool) : std::string();
   }
   std::optional<PointwiseOp> done(std::string format) {
     if (format.empty() || op_.inputs.empty()) return std::nullopt;
@@ -103,6 +100,23 @@ class Builder {
   }
 
  private:
+  std::string tensor_or_scalar(size_t i, const char* key, c10::ScalarType dtype) {
+    const Argument* a = arg(i, key);
+    if (!a) return {};
+    if (Node* in = a->node()) {
+      const passes::TensorMetadata* m = tensor_meta(*in);
+      if (!m || m->dtype != dtype || m->is_quantized) return {};
+      for (size_t k = 0; k < op_.inputs.size(); ++k)
+        if (op_.inputs[k] == in) return std::string("{") + std::to_string(k) + "}";
+      op_.inputs.push_back(in);
+      return std::string("{") + std::to_string(op_.inputs.size() - 1) + "}";
+    }
+    // A number among masks has no lane form: such a node stays an ATen call.
+    if (dtype == c10::kBool) return {};
+    if (auto v = scalar(i, key)) return vec_constant(*v);
+    return {};
+  }
+
   const Node& n_;
   c10::ScalarType dtype_;
   PointwiseOp op_;
@@ -231,7 +245,23 @@ Rule reduce(Reduction kind, bool has_dtype) {
   };
 }
 
-// By `<op>.<overload>` of torch.ops.aten.
+// where(condition, self, other) in each of its forms (a tensor or a
+// number for self and other), and masked_fill(self, mask, value): a blend
+// by the mask.
+std::optional<PointwiseOp> where(Builder& b) {
+  std::string c = b.mask(0, "condition"), x = b.operand(1, "self"), y = b.operand(2, "other");
+  if (c.empty() || x.empty() || y.empty()) return std::nullopt;
+  return b.done("V::blendv(" + y + ", " + x + ", " + c + ")");
+}
+
+std::optional<PointwiseOp> masked_fill(Builder& b) {
+  std::string x = b.operand(0, "self"), m = b.mask(1, "mask"), v = b.operand(2, "value");
+  if (x.empty() || m.empty() || v.empty()) return std::nullopt;
+  return b.done("V::blendv(" + x + ", " + v + ", " + m + ")");
+}
+
+// Operators whose result has the type they compute in (S), by
+// `<op>.<overload>` of torch.ops.aten.
 const std::map<std::string, Rule, std::less<>>& rules() {
   static const std::map<std::string, Rule, std::less<>> table = {
       {"add.Tensor", binary("+", true)},
@@ -273,8 +303,49 @@ const std::map<std::string, Rule, std::less<>>& rules() {
       {"mean.dim", reduce(Reduction::mean, true)},
       {"amax.default", reduce(Reduction::amax, false)},
       {"amin.default", reduce(Reduction::amin, false)},
+      {"where.self", where},
+      {"where.ScalarSelf", where},
+      {"where.ScalarOther", where},
+      {"where.Scalar", where},
+      {"masked_fill.Scalar", masked_fill},
+      {"masked_fill.Tensor", masked_fill},
   };
   return table;
+}
+
+// Comparisons of S values: their result is a mask. NaN compares as IEEE
+// says (unequal to everything), as at::vec's comparisons and ATen's do.
+const std::map<std::string, Rule, std::less<>>& comparisons() {
+  static const std::map<std::string, Rule, std::less<>> table = {
+      {"eq.Tensor", binary("==", false)},   {"eq.Scalar", binary("==", false)},
+      {"ne.Tensor", binary("!=", false)},   {"ne.Scalar", binary("!=", false)},
+      {"lt.Tensor", binary("<", false)},    {"lt.Scalar", binary("<", false)},
+      {"le.Tensor", binary("<=", false)},   {"le.Scalar", binary("<=", false)},
+      {"gt.Tensor", binary(">", false)},    {"gt.Scalar", binary(">", false)},
+      {"ge.Tensor", binary(">=", false)},   {"ge.Scalar", binary(">=", false)},
+      {"isnan.default", unary("($ != $)")},
+  };
+  return table;
+}
+
+// Logical operators on masks (bool tensors): bitwise on the lanes' bits,
+// which are all ones or all zeros.
+const std::map<std::string, Rule, std::less<>>& logical() {
+  static const std::map<std::string, Rule, std::less<>> table = {
+      {"logical_not.default", unary("($ ^ all_ones())")}, {"bitwise_not.default", unary("($ ^ all_ones())")},
+      {"logical_and.default", binary("&", false)},        {"logical_or.default", binary("|", false)},
+      {"logical_xor.default", binary("^", false)},        {"bitwise_and.Tensor", binary("&", false)},
+      {"bitwise_or.Tensor", binary("|", false)},          {"bitwise_xor.Tensor", binary("^", false)},
+  };
+  return table;
+}
+
+// The type of the first tensor operand among the node's arguments.
+std::optional<c10::ScalarType> operand_type(const Node& node) {
+  for (const Argument& a : node.args())
+    if (a.is_node())
+      if (const passes::TensorMetadata* m = tensor_meta(*a.node())) return m->dtype;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -284,11 +355,26 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const OpsName* ops = node.target().ops_name();
   if (!ops || ops->ns != "aten") return std::nullopt;
   const passes::TensorMetadata* out = tensor_meta(node);
-  if (!out || !fusable_type(out->dtype) || out->is_quantized) return std::nullopt;
-  auto rule = rules().find(ops->op + "." + ops->overload);
-  if (rule == rules().end()) return std::nullopt;
-  Builder b(node, out->dtype);
-  return rule->second(b);
+  if (!out || out->is_quantized) return std::nullopt;
+  const std::string name = ops->op + "." + ops->overload;
+  if (fusable_type(out->dtype)) {
+    auto rule = rules().find(name);
+    if (rule == rules().end()) return std::nullopt;
+    Builder b(node, out->dtype);
+    return rule->second(b);
+  }
+  if (out->dtype != c10::kBool) return std::nullopt;
+  if (auto rule = comparisons().find(name); rule != comparisons().end()) {
+    const std::optional<c10::ScalarType> compute = operand_type(node);
+    if (!compute || !fusable_type(*compute)) return std::nullopt;
+    Builder b(node, *compute);
+    return rule->second(b);
+  }
+  if (auto rule = logical().find(name); rule != logical().end()) {
+    Builder b(node, c10::kBool);
+    return rule->second(b);
+  }
+  return std::nullopt;
 }
 
 }  // namespace fx::compile_detail

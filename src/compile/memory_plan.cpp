@@ -35,7 +35,9 @@ void mark_reuse(Node& call, const Kernel& k, const KernelForm& form) {
         (!fresh.count(target) && target.rfind("fxcpp.compiled.", 0) != 0))
       continue;
     const passes::TensorMetadata* m = tensor_meta(*k.inputs[i]);
-    if (!m || m->shape != k.shape || dense_order(m->shape, m->stride) != k.order) continue;
+    if (!m || m->shape != k.shape || dense_order(m->shape, m->stride) != k.order ||
+        m->dtype != tensor_meta(*k.outputs[0])->dtype)
+      continue;
     call.update_kwarg("reuse_input", static_cast<int64_t>(i));
     return;
   }

@@ -59,7 +59,9 @@ size_t decompose(Graph& graph);
 // type, as an expression over at::vec::Vectorized<S> (named V, its element
 // type S): `format` refers to the node's tensor operands as {0}, {1}, ...
 // (in the order of `inputs`) and has its scalar arguments baked in as
-// constants of type S.
+// constants of type S. Bool values are masks, V's lanes all ones or all
+// zeros: comparisons of S values make them, logical operators combine
+// them, and where and masked_fill (of S values) select by them.
 // A reduction over the last dimension with keepdim (sum, mean, amax, amin)
 // is lowered too: `format` is then the value it reduces, and the kernel
 // that holds it is a row kernel.
@@ -68,9 +70,13 @@ struct PointwiseOp {
   std::vector<Node*> inputs;
   std::string format;
   Reduction reduction = Reduction::none;
+  // The type its kernel computes in (S): float32 or float64, or bool for a
+  // logical operator on masks, which any kernel can compute.
+  c10::ScalarType compute = c10::kFloat;
 };
-// The node's expression, or nothing when it is not a float32 or float64
-// pointwise operator the lowering knows (it then stays an ATen call).
+// The node's expression, or nothing when it is not a pointwise operator
+// the lowering knows on float32 or float64 values and masks (it then stays
+// an ATen call).
 std::optional<PointwiseOp> lower(const Node& node);
 
 // The types kernels compute in: float32 and float64.
@@ -100,8 +106,11 @@ struct Kernel {
   // order its outputs are laid out in (order_loops).
   std::vector<int64_t> order;
   bool row = false;
-  c10::ScalarType dtype = c10::kFloat;  // of every member, input and output
-  std::vector<Node*> members;           // in graph order
+  // S, the type it computes in: every member, input and output has it, but
+  // masks (bool), which are V's lanes of all ones or zeros in the loop and
+  // bool tensors outside it.
+  c10::ScalarType dtype = c10::kFloat;
+  std::vector<Node*> members;  // in graph order
   std::vector<Node*> inputs;
   std::vector<Node*> outputs;
 };
@@ -240,10 +249,12 @@ void sink_weight_computations(Graph& graph);
 // A kernel node as a standalone program calls it: the layouts of its inputs
 // when it was compiled, the sizes of its outputs, and its `dims` for them.
 struct KernelSite {
-  std::string target;  // the kernel node's
-  std::string name;    // the kernel's function
-  c10::ScalarType dtype = c10::kFloat;
+  std::string target;                         // the kernel node's
+  std::string name;                           // the kernel's function
+  c10::ScalarType dtype = c10::kFloat;        // S, the type it computes in
+  std::vector<c10::ScalarType> input_dtypes;  // S or bool, each
   std::vector<std::vector<int64_t>> input_sizes, input_strides;
+  std::vector<c10::ScalarType> output_dtypes;
   std::vector<std::vector<int64_t>> output_sizes, output_strides;
   std::vector<int64_t> dims;
 };

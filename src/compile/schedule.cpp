@@ -20,17 +20,24 @@ namespace {
 
 struct Group {
   std::vector<int64_t> shape;  // the iteration space
-  c10::ScalarType dtype;       // of its values
+  c10::ScalarType dtype;       // S, the type it computes in; bool until a member has one
   std::vector<Node*> members;
   bool open = true;
   bool row = false;  // holds a reduction over the last dimension
 };
 
-// Whether a node computing `out` of type `dtype` (or, for a reduction,
+// Whether kernels computing in `a` and in `b` can be one: logical
+// operators on masks (bool) compute in any type.
+bool same_compute(c10::ScalarType a, c10::ScalarType b) {
+  return a == b || a == c10::kBool || b == c10::kBool;
+}
+c10::ScalarType joint_compute(c10::ScalarType a, c10::ScalarType b) { return a == c10::kBool ? b : a; }
+
+// Whether a node computing `out` in `dtype` (or, for a reduction,
 // reducing a tensor of shape `space`) can be a member of a loop over `g`.
 bool fits(const Group& g, const std::vector<int64_t>& space, const std::vector<int64_t>& out,
           c10::ScalarType dtype, bool reduction) {
-  if (g.dtype != dtype) return false;
+  if (!same_compute(g.dtype, dtype)) return false;
   if (reduction) return g.shape == space;
   if (g.shape == out) return true;
   if (!g.row || g.shape.size() != out.size()) return false;  // a value per row: the last dimension 1
@@ -73,7 +80,7 @@ std::vector<Kernel> schedule(const Graph& graph,
     if (auto it = lowered.find(n); it != lowered.end()) {
       const bool reduction = it->second.reduction != Reduction::none;
       const std::vector<int64_t>& out = tensor_meta(*n)->shape;
-      const c10::ScalarType dtype = tensor_meta(*n)->dtype;
+      const c10::ScalarType dtype = it->second.compute;
       const std::vector<int64_t>& space = reduction ? tensor_meta(*it->second.inputs[0])->shape : out;
       for (Node* in : it->second.inputs) {
         if (group_of[in->index()] < 0) continue;
@@ -83,8 +90,10 @@ std::vector<Kernel> schedule(const Graph& graph,
           joined = g;
           continue;
         }
-        if (groups[g].shape != groups[joined].shape) continue;  // two loops over different spaces
+        if (groups[g].shape != groups[joined].shape || !same_compute(groups[g].dtype, groups[joined].dtype))
+          continue;  // two loops over different spaces or types
         groups[joined].row = groups[g].row = groups[joined].row || groups[g].row;
+        groups[joined].dtype = groups[g].dtype = joint_compute(groups[g].dtype, groups[joined].dtype);
         // Both open: merge the smaller into the larger.
         int big = groups[g].members.size() > groups[joined].members.size() ? g : joined;
         int small = big == g ? joined : g;
@@ -100,6 +109,7 @@ std::vector<Kernel> schedule(const Graph& graph,
         parent.push_back(joined);
       }
       groups[joined].row = groups[joined].row || reduction;
+      groups[joined].dtype = joint_compute(groups[joined].dtype, dtype);
       groups[joined].members.push_back(n);
       group_of[n->index()] = joined;
     }
@@ -113,7 +123,9 @@ std::vector<Kernel> schedule(const Graph& graph,
 
   std::vector<Kernel> kernels;
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (parent[g] != static_cast<int>(g) || groups[g].members.size() < 2) continue;
+    // A kernel of masks alone has no S to compute in: ATen runs those.
+    if (parent[g] != static_cast<int>(g) || groups[g].members.size() < 2 || groups[g].dtype == c10::kBool)
+      continue;
     Kernel k;
     k.shape = groups[g].shape;
     k.row = groups[g].row;

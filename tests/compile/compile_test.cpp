@@ -16,6 +16,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -196,6 +197,95 @@ TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
   at::Tensor x = torch::randn({7, 45});
   expect_close(run_compiled(*compiled_log, {x}).toTensor(), log_softmax(x));
   EXPECT_EQ(compiled_log->report().kernels, 1u);
+}
+
+// A causal mask, as attention applies it: masked_fill by a bool tensor (a
+// [T, T] mask broadcast over batches and heads) before the softmax, and
+// torch.where with a comparison made in the loop. Each is one row kernel
+// that reads the mask as bytes.
+TEST(Compile, MaskedSoftmaxIsOneRowKernel) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto masked = [&](const at::Tensor& x, const at::Tensor& mask) {
+    return torch::softmax(x.masked_fill(mask, -inf) * 0.125, -1);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return masked(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  for (int64_t t : {19, 40}) {  // static kernels, then dynamic ones
+    at::Tensor x = torch::randn({2, 3, t, t}) * 4;
+    at::Tensor mask = torch::ones({t, t}, torch::kBool).triu(1);
+    expect_close(run_compiled(*compiled, {x, mask}).toTensor(), masked(x, mask));
+    EXPECT_EQ(compiled->report().kernels, 1u) << t;
+    EXPECT_EQ(compiled->report().extern_nodes, 0u) << t;
+  }
+  auto where = [&](const at::Tensor& x, const at::Tensor& bias) {
+    return torch::softmax(torch::where(x + bias > 0.0, x, -inf), -1);
+  };
+  auto compiled_where = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return where(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({6, 45}), bias = torch::randn({45}) + 2.0;
+  expect_close(run_compiled(*compiled_where, {x, bias}).toTensor(), where(x, bias));
+  EXPECT_EQ(compiled_where->report().kernels, 1u);
+}
+
+// Comparisons, logical operators, where and masked_fill against eager, in
+// float32 and float64: NaN and inf among the values, a transposed and a
+// broadcast bool input, bool outputs, partial vectors, and another size
+// (dynamic kernels).
+TEST(Compile, ComparisonsAndMasksComputeAsEager) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& m, const at::Tensor& row) {
+    at::Tensor a = torch::where(x > y, x * 2.0, y - 1.0);
+    at::Tensor b = (x.abs() < 0.5).logical_and(m.logical_not()).logical_or(x >= y.neg());
+    at::Tensor c = x.masked_fill(x.isnan().logical_or(row), 0.0) + 1.0;
+    at::Tensor d = (x == y).logical_xor(x != x).logical_or(x <= 0.25);
+    at::Tensor e = torch::where(m, 3.0, y.exp());
+    return std::make_tuple(a, b, c, d, e);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c, d, e] = fn(in[0].toTensor(), in[1].toTensor(), in[2].toTensor(), in[3].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c, d, e});
+      },
+      fresh_options());
+  for (const auto dtype : {torch::kFloat, torch::kDouble})
+    for (auto shape : std::vector<std::vector<int64_t>>{{5, 37}, {3, 20}, {0, 7}}) {
+      at::Tensor x = torch::randn(shape, dtype), y = torch::randn(shape, dtype);
+      if (x.numel() > 4) {
+        x.view(-1)[0] = std::numeric_limits<double>::quiet_NaN();
+        x.view(-1)[1] = std::numeric_limits<double>::infinity();
+        x.view(-1)[2] = -std::numeric_limits<double>::infinity();
+        y.view(-1)[3] = x.view(-1)[3];  // equal
+      }
+      at::Tensor m = (torch::rand({shape[1], shape[0]}) > 0.5).t();  // transposed
+      at::Tensor row = torch::rand({1, shape[1]}) > 0.7;             // broadcast
+      auto got = run_compiled(*compiled, {x, y, m, row}).toTupleRef().elements();
+      auto [a, b, c, d, e] = fn(x, y, m, row);
+      size_t i = 0;
+      for (const at::Tensor& want : {a, b, c, d, e}) {
+        const at::Tensor& have = got[i++].toTensor();
+        ASSERT_EQ(have.scalar_type(), want.scalar_type()) << "output " << i - 1;
+        ASSERT_EQ(have.sizes(), want.sizes()) << "output " << i - 1;
+        if (want.scalar_type() == at::kBool)
+          EXPECT_TRUE(torch::equal(have, want))
+              << dtype << " " << c10::IntArrayRef(shape) << ", output " << i - 1 << ":\n"
+              << have << want;
+        else
+          EXPECT_TRUE(at::allclose(have, want, 1e-6, 1e-7, /*equal_nan=*/true))
+              << dtype << " " << c10::IntArrayRef(shape) << ", output " << i - 1 << ":\n"
+              << have << want;
+      }
+      // One loop per output (independent loops are not fused together),
+      // each reading the bool inputs or writing a bool output as it needs.
+      EXPECT_EQ(compiled->report().kernels, 5u) << dtype << " " << c10::IntArrayRef(shape);
+      // LibTorch's C++ where(m, 3.0, y) makes the 3.0 a tensor
+      // (aten.scalar_tensor) and calls where.self: that is the one ATen call.
+      for (fx::Node* n : compiled->compiled_graph().graph().nodes()) {
+        if (n->op() == fx::Op::call_function && n->target().str().rfind("fxcpp.compiled.", 0) != 0) {
+          EXPECT_EQ(n->target().str(), "torch.ops.aten.scalar_tensor.default");
+        }
+      }
+    }
 }
 
 TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
@@ -732,7 +822,8 @@ TEST(Compile, AKernelNodeChecksItsInputs) {
       [&] {
         call->call({x2.to(torch::kDouble), b2, std::vector<int64_t>{3, 40}}, {});
       },
-      testing::ThrowsMessage<fx::Error>(HasSubstr("the kernel takes torch.float32 CPU tensors")));
+      testing::ThrowsMessage<fx::Error>(
+          HasSubstr("input 0 is Double on cpu; the kernel takes a torch.float32 CPU tensor there")));
   EXPECT_THAT(
       [&] {
         call->call({x2, b2}, {});

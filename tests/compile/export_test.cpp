@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "../passes/export_util.h"
 
 namespace {
@@ -29,8 +31,9 @@ fx::CompileOptions options_in(const ScratchDir& dir) {
 }
 
 // A block of two kernels: a bias and GELU after a matrix product, then after
-// another one a row kernel of its bias, a LayerNorm and a softmax whose row
-// maximum is an output too (a kernel of two outputs).
+// another one a row kernel of its bias, a LayerNorm and a masked softmax
+// whose row maximum and mask are outputs too (a kernel of three outputs,
+// one of them bool).
 struct Block {
   torch::nn::Linear up{torch::nn::Linear(24, 40)};
   torch::nn::Linear down{torch::nn::Linear(40, 40)};
@@ -40,8 +43,9 @@ struct Block {
   c10::IValue operator()(const std::vector<c10::IValue>& in) {
     at::Tensor h = norm->forward(down->forward(torch::gelu(up->forward(in[0].toTensor()))));
     at::Tensor m = h.amax(-1, true);
-    at::Tensor e = (h - m).exp();
-    return c10::ivalue::Tuple::create({e / e.sum(-1, true), m * 2.0});
+    at::Tensor mask = h < -1.0;
+    at::Tensor e = (h.masked_fill(mask, -std::numeric_limits<double>::infinity()) - m).exp();
+    return c10::ivalue::Tuple::create({e / e.sum(-1, true), m * 2.0, mask});
   }
 };
 
@@ -78,8 +82,9 @@ TEST(CompiledExport, WritesTheKernelsAndAForwardThatCallsThem) {
     EXPECT_THAT(kernels, HasSubstr("::" + name + "(in, out, dims);"));
   }
   EXPECT_EQ(calls, 2u);
-  // The kernel of two outputs gives both.
-  EXPECT_THAT(kernels, HasSubstr("return {out0, out1};"));
+  // The kernel of three outputs gives them all, the mask as a bool tensor.
+  EXPECT_THAT(kernels, HasSubstr("return {out0, out1, out2};"));
+  EXPECT_THAT(kernels, HasSubstr("at::kBool);"));
   const std::string cmake = export_test::read_text(p / "CMakeLists.txt");
   EXPECT_THAT(cmake, HasSubstr("add_library(fx_kernels OBJECT kernels.cpp)"));
   EXPECT_THAT(cmake, HasSubstr("set(FX_KERNEL_ISA \""));
