@@ -127,6 +127,8 @@ class KernelCall : public Callable {
     }
     if (types_.compute == at::kDouble)
       run<double>(in, out, *dims);
+    else if (types_.compute == at::kLong)
+      run<int64_t>(in, out, *dims);
     else
       run<float>(in, out, *dims);
     if (out.size() == 1) return out[0];

@@ -21,6 +21,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace fx::compile_detail {
 
@@ -31,6 +32,7 @@ const passes::TensorMetadata* tensor_meta(const Node& node) {
 const char* element_type(c10::ScalarType t) {
   if (t == c10::kFloat) return "float";
   if (t == c10::kDouble) return "double";
+  if (t == c10::kLong) return "int64_t";
   throw Error(std::string("fx::compile: no kernel computes in ") + c10::toString(t));
 }
 
@@ -61,6 +63,12 @@ std::string vec_constant(double value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   return "V(S(" + std::string(buf, end) + "))";
+}
+
+// An int64 number as a constant of an int64 kernel, exactly.
+std::string int_constant(int64_t value) {
+  if (value == std::numeric_limits<int64_t>::min()) return "V(std::numeric_limits<S>::min())";
+  return "V(S(" + std::to_string(value) + "))";
 }
 
 // Builds one node's expression: operands become {k} references (tensors)
@@ -113,6 +121,9 @@ class Builder {
     }
     // A number among masks has no lane form: such a node stays an ATen call.
     if (dtype == c10::kBool) return {};
+    // An integer kernel takes integers exactly (a double would have been
+    // promoted to a float result by ATen, so it is not one of these nodes).
+    if (dtype == c10::kLong) return a->is<int64_t>() ? int_constant(a->get<int64_t>()) : std::string();
     if (auto v = scalar(i, key)) return vec_constant(*v);
     return {};
   }
@@ -135,7 +146,9 @@ Rule binary(const char* op, bool has_alpha, bool reversed = false) {
       if (a && !a->is_none()) {
         auto alpha = b.scalar(2, "alpha");
         if (!alpha) return std::nullopt;
-        if (*alpha != 1.0) y = "(" + vec_constant(*alpha) + " * " + y + ")";
+        const std::string scale = b.operand(2, "alpha");  // exact in an int64 kernel
+        if (scale.empty()) return std::nullopt;
+        if (*alpha != 1.0) y = "(" + scale + " * " + y + ")";
       }
     }
     return b.done("(" + x + " " + op + " " + y + ")");
@@ -340,6 +353,19 @@ const std::map<std::string, Rule, std::less<>>& logical() {
   return table;
 }
 
+// The operators an int64 kernel computes: those exact on integers whose
+// lane form is the same as for floats (no division, no transcendental
+// functions, no reductions), with integer numbers as constants. alpha is
+// such a number too.
+bool integer_operator(const std::string& name) {
+  static const std::set<std::string, std::less<>> names = {
+      "add.Tensor",        "add.Scalar",      "sub.Tensor",         "sub.Scalar",        "rsub.Scalar",
+      "rsub.Tensor",       "mul.Tensor",      "mul.Scalar",         "neg.default",       "abs.default",
+      "relu.default",      "maximum.default", "minimum.default",    "where.self",        "where.ScalarSelf",
+      "where.ScalarOther", "where.Scalar",    "masked_fill.Scalar", "masked_fill.Tensor"};
+  return names.count(name) > 0;
+}
+
 // The type of the first tensor operand among the node's arguments.
 std::optional<c10::ScalarType> operand_type(const Node& node) {
   for (const Argument& a : node.args())
@@ -357,16 +383,16 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const passes::TensorMetadata* out = tensor_meta(node);
   if (!out || out->is_quantized) return std::nullopt;
   const std::string name = ops->op + "." + ops->overload;
-  if (fusable_type(out->dtype)) {
+  if (compute_type(out->dtype)) {
     auto rule = rules().find(name);
-    if (rule == rules().end()) return std::nullopt;
+    if (rule == rules().end() || (out->dtype == c10::kLong && !integer_operator(name))) return std::nullopt;
     Builder b(node, out->dtype);
     return rule->second(b);
   }
   if (out->dtype != c10::kBool) return std::nullopt;
   if (auto rule = comparisons().find(name); rule != comparisons().end()) {
     const std::optional<c10::ScalarType> compute = operand_type(node);
-    if (!compute || !fusable_type(*compute)) return std::nullopt;
+    if (!compute || !compute_type(*compute)) return std::nullopt;
     Builder b(node, *compute);
     return rule->second(b);
   }

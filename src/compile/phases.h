@@ -55,8 +55,8 @@ void propagate_tensor_meta(GraphModule& gm, const std::vector<Value>& inputs);
 size_t decompose(Graph& graph);
 
 // ---- lower.cpp -------------------------------------------------------------
-// A float32 or float64 pointwise ATen node whose tensor operands have its
-// type, as an expression over at::vec::Vectorized<S> (named V, its element
+// A float32, float64 or int64 pointwise ATen node whose tensor operands have
+// its type, as an expression over at::vec::Vectorized<S> (named V, its element
 // type S): `format` refers to the node's tensor operands as {0}, {1}, ...
 // (in the order of `inputs`) and has its scalar arguments baked in as
 // constants of type S. Bool values are masks, V's lanes all ones or all
@@ -70,8 +70,8 @@ struct PointwiseOp {
   std::vector<Node*> inputs;
   std::string format;
   Reduction reduction = Reduction::none;
-  // The type its kernel computes in (S): float32 or float64, or bool for a
-  // logical operator on masks, which any kernel can compute.
+  // The type its kernel computes in (S): float32, float64 or int64, or bool
+  // for a logical operator on masks, which any kernel can compute.
   c10::ScalarType compute = c10::kFloat;
 };
 // The node's expression, or nothing when it is not a pointwise operator
@@ -79,11 +79,15 @@ struct PointwiseOp {
 // an ATen call).
 std::optional<PointwiseOp> lower(const Node& node);
 
-// The types kernels compute in: float32 and float64.
+// The float types kernels compute in, with every operator the lowering
+// knows: float32 and float64.
 inline bool fusable_type(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
-// The C++ element type of a kernel computing in `t` (a fusable_type):
-// "float" or "double". The generated source, the kernel node's call and an
-// exported project all spell it from here.
+// All types kernels compute in: the float ones, and int64 with the
+// operators exact on integers (lower.cpp's integer_operators).
+inline bool compute_type(c10::ScalarType t) { return fusable_type(t) || t == c10::kLong; }
+// The C++ element type of a kernel computing in `t` (a compute_type):
+// "float", "double" or "int64_t". The generated source, the kernel node's
+// call and an exported project all spell it from here.
 const char* element_type(c10::ScalarType t);
 // The single tensor's metadata of a node (its tensor_meta), or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
