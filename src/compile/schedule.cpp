@@ -8,11 +8,17 @@
 // first node outside it that does closes it. That keeps every value made
 // before it is read. The walk is linear but for merges, which move the
 // smaller member list (union by size: O(n log n) at worst).
+//
+// Then horizontal fusion: two loops over the same space that read a common
+// input become one loop, which reads it once (fuse_horizontally).
 #include "phases.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 namespace fx::compile_detail {
 
@@ -63,6 +69,60 @@ std::string kernel_name(const std::vector<Node*>& members, size_t index) {
     name += "_" + op;
   }
   return name + "_" + std::to_string(index);
+}
+
+// Horizontal fusion: two groups over the same space, in the same type,
+// both row groups or neither, that read a common input become one, which
+// reads it once (Inductor fuses such nodes by the memory traffic saved).
+// The merged group runs where the later one ends, so the earlier one's
+// values must have no reader outside it before then. Each group ends once,
+// in graph order; the candidate for it is the latest group of its kind:
+// an earlier one that could not join that one has a reader before it, and
+// so before this one too. Linear in the graph but for the map of kinds.
+void fuse_horizontally(const Graph& graph, std::vector<Group>& groups, std::vector<int>& parent,
+                       const std::vector<int>& group_of, const std::vector<size_t>& position,
+                       const std::unordered_map<const Node*, PointwiseOp>& lowered) {
+  const size_t n = groups.size();
+  std::vector<size_t> last(n, 0), first_read(n, std::numeric_limits<size_t>::max());
+  std::vector<std::vector<Node*>> inputs(n);
+  auto in_group = [&](const Node* x, int g) {
+    return group_of[x->index()] >= 0 && find(parent, group_of[x->index()]) == g;
+  };
+  for (size_t g = 0; g < n; ++g) {
+    if (parent[g] != static_cast<int>(g)) continue;
+    const int id = static_cast<int>(g);
+    for (Node* m : groups[g].members) {
+      last[g] = std::max(last[g], position[m->index()]);
+      for (Node* user : m->users())
+        if (!in_group(user, id)) first_read[g] = std::min(first_read[g], position[user->index()]);
+      for (Node* in : lowered.at(m).inputs)
+        if (!in_group(in, id)) inputs[g].push_back(in);
+    }
+  }
+  std::map<std::tuple<std::vector<int64_t>, c10::ScalarType, bool>, int> latest;
+  std::vector<int> read_by(graph.index_bound(), -1);
+  for (Node* node : graph.nodes()) {
+    if (group_of[node->index()] < 0) continue;
+    const int b = find(parent, group_of[node->index()]);
+    if (last[b] != position[node->index()] || groups[b].dtype == c10::kBool) continue;  // b does not end here
+    auto [it, first] = latest.try_emplace({groups[b].shape, groups[b].dtype, groups[b].row}, b);
+    if (first) continue;
+    const int a = it->second;
+    it->second = b;
+    if (first_read[a] <= last[b]) continue;
+    for (Node* in : inputs[b]) read_by[in->index()] = b;
+    bool shared = false;
+    for (Node* in : inputs[a]) shared = shared || read_by[in->index()] == b;
+    if (!shared) continue;
+    auto& into = groups[b].members;
+    into.insert(into.end(), groups[a].members.begin(), groups[a].members.end());
+    groups[a].members.clear();
+    parent[a] = b;
+    // A reader of b's values among a's members is inside now: counting it
+    // only keeps a later group from joining.
+    first_read[b] = std::min(first_read[a], first_read[b]);
+    inputs[b].insert(inputs[b].end(), inputs[a].begin(), inputs[a].end());
+  }
 }
 
 }  // namespace
@@ -120,6 +180,8 @@ std::vector<Kernel> schedule(const Graph& graph,
       if (g != joined) groups[g].open = false;
     }
   }
+
+  fuse_horizontally(graph, groups, parent, group_of, position, lowered);
 
   std::vector<Kernel> kernels;
   for (size_t g = 0; g < groups.size(); ++g) {

@@ -159,7 +159,8 @@ TEST(Compile, Float64ComputesInDouble) {
 }
 
 // A kernel computes in one type: where float32 meets float64 (promoted by
-// ATen), the mixed operation stays an ATen call, and int64 is not fused.
+// ATen), the mixed operation stays an ATen call, and int64 values are a
+// kernel of their own.
 TEST(Compile, MixedTypesAreNotFusedTogether) {
   auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& i) {
     return std::make_tuple((x.sin() * 2 + 1) + y, (i * 3 + 1).neg());
@@ -177,8 +178,85 @@ TEST(Compile, MixedTypesAreNotFusedTogether) {
   EXPECT_EQ(got[0].toTensor().scalar_type(), at::kDouble);
   EXPECT_TRUE(at::allclose(got[0].toTensor(), a, 1e-6, 1e-7));
   EXPECT_TRUE(torch::equal(got[1].toTensor(), b));
-  EXPECT_EQ(compiled->report().kernels, 1u);  // sin, mul, add in float32
-  EXPECT_EQ(compiled->report().fused_nodes, 3u);
+  EXPECT_EQ(compiled->report().kernels, 2u);  // sin, mul, add in float32; mul, add, neg in int64
+  EXPECT_EQ(compiled->report().fused_nodes, 6u);
+}
+
+// int64 kernels compute what is exact on integers (add, sub with alpha,
+// mul, neg, abs, relu, maximum, minimum, comparisons, where, masked_fill),
+// with integer constants exactly, and wrap around as ATen does. Division
+// and the rest stay ATen calls.
+TEST(Compile, Int64ComputesInItsOwnKernels) {
+  auto fn = [](const at::Tensor& i, const at::Tensor& j, const at::Tensor& m) {
+    at::Tensor a = torch::sub(i * 3, j, 2).abs() + (int64_t{1} << 40);
+    at::Tensor b = torch::where(i > j, torch::maximum(i, j.neg()), torch::relu(j - 2)).masked_fill(m, -7);
+    at::Tensor c = torch::minimum(i, j) * std::numeric_limits<int64_t>::max();  // wraps
+    at::Tensor d = (i + 1).div(j.abs() + 1, "floor");                           // an ATen call
+    return std::make_tuple(a, b, c, d);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c, d] = fn(in[0].toTensor(), in[1].toTensor(), in[2].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c, d});
+      },
+      fresh_options());
+  for (auto shape : std::vector<std::vector<int64_t>>{{4, 13}, {6, 7}}) {
+    at::Tensor i = torch::randint(-1000, 1000, shape, torch::kLong) * (int64_t{1} << 30);
+    at::Tensor j = torch::randint(-1000, 1000, shape, torch::kLong);
+    at::Tensor m = torch::rand({shape[1]}) > 0.5;
+    auto got = run_compiled(*compiled, {i, j, m}).toTupleRef().elements();
+    auto [a, b, c, d] = fn(i, j, m);
+    size_t k = 0;
+    for (const at::Tensor& want : {a, b, c, d}) {
+      const at::Tensor& have = got[k++].toTensor();
+      ASSERT_EQ(have.scalar_type(), at::kLong);
+      EXPECT_TRUE(torch::equal(have, want)) << c10::IntArrayRef(shape) << ", output " << k - 1;
+    }
+    // a, b, c and d's two adds read i or j: one loop (horizontal fusion).
+    EXPECT_EQ(compiled->report().kernels, 1u) << c10::IntArrayRef(shape);
+  }
+}
+
+// Loops over the same space that read a common input are one loop, which
+// reads it once. Not when they share no input, loop over other shapes, or
+// when the earlier one's value is read outside it before the later one
+// ends (the merged loop runs where the later one was).
+TEST(Compile, LoopsThatShareAnInputFuseHorizontally) {
+  auto two = [](const at::Tensor& x, const at::Tensor& y) {
+    return std::make_tuple(x.sin() * 2.0, x.cos() + 1.0, y.exp() - 1.0, x.sum(-1, true) * 0.5);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c, d] = two(in[0].toTensor(), in[1].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c, d});
+      },
+      fresh_options());
+  at::Tensor x = torch::randn({9, 21}), y = torch::randn({9, 21});
+  auto got = run_compiled(*compiled, {x, y}).toTupleRef().elements();
+  auto [a, b, c, d] = two(x, y);
+  expect_close(got[0].toTensor(), a);
+  expect_close(got[1].toTensor(), b);
+  expect_close(got[2].toTensor(), c);
+  expect_close(got[3].toTensor(), d);
+  // sin and cos over x: one loop reading x once; exp over y, which shares
+  // nothing with it; the row sum is a row kernel.
+  EXPECT_EQ(compiled->report().kernels, 3u);
+  bool one_read = false;
+  for (fx::Node* n : compiled->compiled_graph().graph().nodes())
+    one_read = one_read || (n->target().str().find("_sin") != std::string::npos &&
+                            n->target().str().find("_cos") != std::string::npos && n->args().size() == 2);
+  EXPECT_TRUE(one_read) << compiled->compiled_graph().graph().to_string();
+
+  auto read_between = [](const at::Tensor& x, const at::Tensor& w) {
+    at::Tensor m = torch::mm((x * 2.0).relu(), w);
+    return x.tanh() * 3.0 + m;
+  };
+  auto compiled_between = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return read_between(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  at::Tensor s = torch::randn({16, 16}), w = torch::randn({16, 16});
+  expect_close(run_compiled(*compiled_between, {s, w}).toTensor(), read_between(s, w));
+  EXPECT_EQ(compiled_between->report().kernels, 2u);  // mm reads the first before the second ends
 }
 
 TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
@@ -275,14 +353,16 @@ TEST(Compile, ComparisonsAndMasksComputeAsEager) {
               << dtype << " " << c10::IntArrayRef(shape) << ", output " << i - 1 << ":\n"
               << have << want;
       }
-      // One loop per output (independent loops are not fused together),
-      // each reading the bool inputs or writing a bool output as it needs.
-      EXPECT_EQ(compiled->report().kernels, 5u) << dtype << " " << c10::IntArrayRef(shape);
+      // The five loops read x or y: one loop (horizontal fusion), reading
+      // the bool inputs and writing the bool outputs.
+      EXPECT_EQ(compiled->report().kernels, 1u) << dtype << " " << c10::IntArrayRef(shape);
       // LibTorch's C++ where(m, 3.0, y) makes the 3.0 a tensor
       // (aten.scalar_tensor) and calls where.self: that is the one ATen call.
       for (fx::Node* n : compiled->compiled_graph().graph().nodes()) {
-        if (n->op() == fx::Op::call_function && n->target().str().rfind("fxcpp.compiled.", 0) != 0) {
-          EXPECT_EQ(n->target().str(), "torch.ops.aten.scalar_tensor.default");
+        const std::string& t = n->target().str();
+        if (n->op() == fx::Op::call_function && t.rfind("fxcpp.compiled.", 0) != 0 &&
+            t != "operator.getitem") {
+          EXPECT_EQ(t, "torch.ops.aten.scalar_tensor.default");
         }
       }
     }
@@ -700,9 +780,8 @@ TEST(Compile, NewSizesCompileANewSpecialization) {
   EXPECT_EQ(compiled->num_specializations(), 4u);
   EXPECT_EQ(compiled->num_programs(), 4u);
   EXPECT_EQ(compiled->report().kernels, 1u);
-  // int64 is not fused: it runs on ATen.
-  at::Tensor xi = torch::randint(-9, 9, {8, 16}, torch::kLong),
-             bi = torch::randint(-9, 9, {16}, torch::kLong);
+  // int32 is not fused: it runs on ATen.
+  at::Tensor xi = torch::randint(-9, 9, {8, 16}, torch::kInt), bi = torch::randint(-9, 9, {16}, torch::kInt);
   auto int_chain = [](const at::Tensor& x, const at::Tensor& b) { return (x * b + 1).neg() * x; };
   auto compiled_int = fx::compile(
       [&](const std::vector<c10::IValue>& in) { return int_chain(in[0].toTensor(), in[1].toTensor()); },
@@ -1085,7 +1164,9 @@ TEST(Compile, EmptyZeroDimNanAndInfComputeAsEager) {
           << have << want;
     }
   }
-  EXPECT_GE(compiled->report().kernels, 3u);
+  // y's loop, and one row kernel for the softmax, the sum and the mean
+  // (loops over x's rows, fused horizontally).
+  EXPECT_EQ(compiled->report().kernels, 2u);
   auto scalar = fx::compile(
       [](const std::vector<c10::IValue>& in) {
         return c10::IValue((in[0].toTensor() * 2.0 + 1.0).sigmoid());
