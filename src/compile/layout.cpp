@@ -97,6 +97,11 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
     back->meta().set("tensor_meta", m);
     output->replace_input_with(out, back);
   }
+  // The output node's own tensor_meta is that of the one value it returns,
+  // as ShapeProp records it: the copy back's, where there is one.
+  if (output->args().size() == 1 && output->args()[0].is_node())
+    if (const passes::TensorMetadata* m = tensor_meta(*output->args()[0].node()))
+      output->meta().set("tensor_meta", *m);
   return added;
 }
 
