@@ -171,35 +171,23 @@ class KernelWriter {
   // all elements (index i); else the row's offset b<k> plus j along the last
   // dimension.
   std::string load(size_t k, const std::string& count, bool flat) const {
-    if (mask_input_[k]) return load_mask(k, count, flat);
-    const std::string p = std::string("in[") + std::to_string(k) + "]",
+    // A bool tensor is read as a mask (load_mask, mask_of).
+    const bool mask = mask_input_[k];
+    const std::string in = std::string("in[") + std::to_string(k) + "]",
+                      p = mask ? "reinterpret_cast<const bool*>(" + in + ")" : in,
                       b = std::string("b") + std::to_string(k);
-    const std::string n = count.empty() ? "" : ", " + count;
+    const std::string n = count.empty() ? "kStep" : count, tail = count.empty() ? "" : ", " + count;
     bool zero = true;
     for (int64_t s : strides_[k]) zero &= s == 0;
     const int64_t inner = strides_[k].empty() ? 0 : strides_[k].back();
-    if (zero) return "V(" + p + "[0])";
-    if (flat) return "V::loadu(" + p + " + i" + n + ")";
-    if (inner == 0) return "V(" + p + "[" + b + "])";
-    if (inner == 1) return "V::loadu(" + p + " + " + b + " + j" + n + ")";
-    const std::string& s = stride_at_[k].back();
-    return "gather(" + p + " + " + b + " + j * " + s + ", " + s + ", " + (count.empty() ? "kStep" : count) +
-           ")";
-  }
-
-  // Input k, a bool tensor, as a mask: load() for masks.
-  std::string load_mask(size_t k, const std::string& count, bool flat) const {
-    const std::string p = "reinterpret_cast<const bool*>(in[" + std::to_string(k) + "])",
-                      b = std::string("b") + std::to_string(k);
-    const std::string n = count.empty() ? "kStep" : count;
-    bool zero = true;
-    for (int64_t s : strides_[k]) zero &= s == 0;
-    const int64_t inner = strides_[k].empty() ? 0 : strides_[k].back();
-    if (zero) return "mask_of(" + p + "[0])";
-    if (flat) return "load_mask(" + p + " + i, 1, " + n + ")";
-    if (inner == 0) return "mask_of(" + p + "[" + b + "])";
+    // One element for every lane.
+    auto one = [&](const std::string& at) { return (mask ? "mask_of(" : "V(") + p + "[" + at + "])"; };
+    if (zero) return one("0");
+    if (flat) return mask ? "load_mask(" + p + " + i, 1, " + n + ")" : "V::loadu(" + p + " + i" + tail + ")";
+    if (inner == 0) return one(b);
+    if (inner == 1 && !mask) return "V::loadu(" + p + " + " + b + " + j" + tail + ")";
     const std::string s = inner == 1 ? "1" : stride_at_[k].back();
-    return "load_mask(" + p + " + " + b + " + j * " + s + ", " + s + ", " + n + ")";
+    return (mask ? "load_mask(" : "gather(") + p + " + " + b + " + j * " + s + ", " + s + ", " + n + ")";
   }
 
   // The statement that stores `v`, the value of output o, at `offset` of
