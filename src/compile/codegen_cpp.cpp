@@ -352,12 +352,9 @@ class KernelWriter {
           }
         os << "    }\n";
       }
+    // Values per row: one element each (every lane holds it).
     for (size_t o = 0; o < k_.outputs.size(); ++o)
-      if (!is_full(*k_.outputs[o]) && mask_output_[o])
-        os << "    " << store(o, per_row.at(k_.outputs[o]), "o", "1") << "\n";
-      else if (!is_full(*k_.outputs[o]))
-        os << "    {\n      alignas(64) S lane[kStep];\n      " << per_row.at(k_.outputs[o])
-           << ".store(lane);\n      out[" << o << "][o] = lane[0];\n    }\n";
+      if (!is_full(*k_.outputs[o])) os << "    " << store(o, per_row.at(k_.outputs[o]), "o", "1") << "\n";
     os << "  }\n";
     if (!kept_.empty()) os << "  }\n";
   }

@@ -441,12 +441,12 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     const Target target("fxcpp.compiled.k" + library->hash.substr(0, 12) + "." + k.name);
     const size_t index = &k - kernels.data();
     const cd::KernelForm& form = generated.forms[index];
-    KernelTypes types{k.dtype, {}, {}};
-    for (Node* in : k.inputs) types.inputs.push_back(cd::tensor_meta(*in)->dtype);
-    for (Node* out : k.outputs) types.outputs.push_back(cd::tensor_meta(*out)->dtype);
-    register_function(target,
-                      std::make_shared<KernelCall>(k.name, library->symbol(k.name), types, form, k.order));
-    sources[slot].sites.push_back(kernel_site(target.str(), k, form, generated.dims[index]));
+    cd::KernelSite site = kernel_site(target.str(), k, form, generated.dims[index]);
+    register_function(
+        target, std::make_shared<KernelCall>(k.name, library->symbol(k.name),
+                                             KernelTypes{k.dtype, site.input_dtypes, site.output_dtypes},
+                                             form, k.order));
+    sources[slot].sites.push_back(std::move(site));
     Node* call = g->call_function(target, std::move(args));
     kernel_calls.emplace_back(call, &k, &form);
     if (k.outputs.size() == 1) {

@@ -21,7 +21,6 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
 
 namespace fx::compile_detail {
 
@@ -273,55 +272,65 @@ std::optional<PointwiseOp> masked_fill(Builder& b) {
   return b.done("V::blendv(" + x + ", " + v + ", " + m + ")");
 }
 
-// Operators whose result has the type they compute in (S), by
-// `<op>.<overload>` of torch.ops.aten.
-const std::map<std::string, Rule, std::less<>>& rules() {
-  static const std::map<std::string, Rule, std::less<>> table = {
-      {"add.Tensor", binary("+", true)},
-      {"add.Scalar", binary("+", true)},
-      {"sub.Tensor", binary("-", true)},
-      {"sub.Scalar", binary("-", true)},
-      {"rsub.Scalar", binary("-", true, true)},
-      {"rsub.Tensor", binary("-", true, true)},
-      {"mul.Tensor", binary("*", false)},
-      {"mul.Scalar", binary("*", false)},
-      {"div.Tensor", binary("/", false)},
-      {"div.Scalar", binary("/", false)},
-      {"maximum.default", binary_function("at::vec::maximum")},
-      {"minimum.default", binary_function("at::vec::minimum")},
-      {"neg.default", unary("$.neg()")},
-      {"relu.default", unary("at::vec::clamp_min($, V(S(0.0)))")},
-      {"sigmoid.default", unary("(V(S(1.0)) / (V(S(1.0)) + $.neg().exp()))")},
-      {"silu.default", unary("($ / (V(S(1.0)) + $.neg().exp()))")},
-      {"tanh.default", unary("$.tanh()")},
-      {"exp.default", unary("$.exp()")},
-      {"log.default", unary("$.log()")},
-      {"sqrt.default", unary("$.sqrt()")},
-      {"rsqrt.default", unary("$.rsqrt()")},
-      {"reciprocal.default", unary("$.reciprocal()")},
-      {"abs.default", unary("$.abs()")},
-      {"sin.default", unary("$.sin()")},
-      {"cos.default", unary("$.cos()")},
-      {"erf.default", unary("$.erf()")},
-      {"hardsigmoid.default", unary("(at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")},
-      {"hardswish.default", unary("($ * at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")},
-      {"gelu.default", gelu},
-      {"pow.Tensor_Scalar", pow_scalar},
-      {"leaky_relu.default", leaky_relu},
-      {"clamp.default", clamp("min", "max")},
-      {"clamp_min.default", clamp("min", nullptr)},
-      {"clamp_max.default", clamp(nullptr, "max")},
-      {"hardtanh.default", clamp("min_val", "max_val", -1.0, 1.0)},
-      {"sum.dim_IntList", reduce(Reduction::sum, true)},
-      {"mean.dim", reduce(Reduction::mean, true)},
-      {"amax.default", reduce(Reduction::amax, false)},
-      {"amin.default", reduce(Reduction::amin, false)},
-      {"where.self", where},
-      {"where.ScalarSelf", where},
-      {"where.ScalarOther", where},
-      {"where.Scalar", where},
-      {"masked_fill.Scalar", masked_fill},
-      {"masked_fill.Tensor", masked_fill},
+// An operator whose result has the type it computes in (S): its rule, and
+// whether an int64 kernel computes it too. Those are the operators exact on
+// integers whose lane form is the same as for floats (no division, no
+// transcendental functions, no reductions), with integer numbers (alpha
+// too) as constants.
+struct Lowering {
+  Rule rule;
+  bool on_integers = false;
+};
+constexpr bool kExactOnIntegers = true;
+
+// By `<op>.<overload>` of torch.ops.aten.
+const std::map<std::string, Lowering, std::less<>>& rules() {
+  static const std::map<std::string, Lowering, std::less<>> table = {
+      {"add.Tensor", {binary("+", true), kExactOnIntegers}},
+      {"add.Scalar", {binary("+", true), kExactOnIntegers}},
+      {"sub.Tensor", {binary("-", true), kExactOnIntegers}},
+      {"sub.Scalar", {binary("-", true), kExactOnIntegers}},
+      {"rsub.Scalar", {binary("-", true, true), kExactOnIntegers}},
+      {"rsub.Tensor", {binary("-", true, true), kExactOnIntegers}},
+      {"mul.Tensor", {binary("*", false), kExactOnIntegers}},
+      {"mul.Scalar", {binary("*", false), kExactOnIntegers}},
+      {"div.Tensor", {binary("/", false)}},
+      {"div.Scalar", {binary("/", false)}},
+      {"maximum.default", {binary_function("at::vec::maximum"), kExactOnIntegers}},
+      {"minimum.default", {binary_function("at::vec::minimum"), kExactOnIntegers}},
+      {"neg.default", {unary("$.neg()"), kExactOnIntegers}},
+      {"relu.default", {unary("at::vec::clamp_min($, V(S(0.0)))"), kExactOnIntegers}},
+      {"sigmoid.default", {unary("(V(S(1.0)) / (V(S(1.0)) + $.neg().exp()))")}},
+      {"silu.default", {unary("($ / (V(S(1.0)) + $.neg().exp()))")}},
+      {"tanh.default", {unary("$.tanh()")}},
+      {"exp.default", {unary("$.exp()")}},
+      {"log.default", {unary("$.log()")}},
+      {"sqrt.default", {unary("$.sqrt()")}},
+      {"rsqrt.default", {unary("$.rsqrt()")}},
+      {"reciprocal.default", {unary("$.reciprocal()")}},
+      {"abs.default", {unary("$.abs()"), kExactOnIntegers}},
+      {"sin.default", {unary("$.sin()")}},
+      {"cos.default", {unary("$.cos()")}},
+      {"erf.default", {unary("$.erf()")}},
+      {"hardsigmoid.default", {unary("(at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")}},
+      {"hardswish.default", {unary("($ * at::vec::clamp($ + V(S(3.0)), V(S(0.0)), V(S(6.0))) / V(S(6.0)))")}},
+      {"gelu.default", {gelu}},
+      {"pow.Tensor_Scalar", {pow_scalar}},
+      {"leaky_relu.default", {leaky_relu}},
+      {"clamp.default", {clamp("min", "max")}},
+      {"clamp_min.default", {clamp("min", nullptr)}},
+      {"clamp_max.default", {clamp(nullptr, "max")}},
+      {"hardtanh.default", {clamp("min_val", "max_val", -1.0, 1.0)}},
+      {"sum.dim_IntList", {reduce(Reduction::sum, true)}},
+      {"mean.dim", {reduce(Reduction::mean, true)}},
+      {"amax.default", {reduce(Reduction::amax, false)}},
+      {"amin.default", {reduce(Reduction::amin, false)}},
+      {"where.self", {where, kExactOnIntegers}},
+      {"where.ScalarSelf", {where, kExactOnIntegers}},
+      {"where.ScalarOther", {where, kExactOnIntegers}},
+      {"where.Scalar", {where, kExactOnIntegers}},
+      {"masked_fill.Scalar", {masked_fill, kExactOnIntegers}},
+      {"masked_fill.Tensor", {masked_fill, kExactOnIntegers}},
   };
   return table;
 }
@@ -353,19 +362,6 @@ const std::map<std::string, Rule, std::less<>>& logical() {
   return table;
 }
 
-// The operators an int64 kernel computes: those exact on integers whose
-// lane form is the same as for floats (no division, no transcendental
-// functions, no reductions), with integer numbers as constants. alpha is
-// such a number too.
-bool integer_operator(const std::string& name) {
-  static const std::set<std::string, std::less<>> names = {
-      "add.Tensor",        "add.Scalar",      "sub.Tensor",         "sub.Scalar",        "rsub.Scalar",
-      "rsub.Tensor",       "mul.Tensor",      "mul.Scalar",         "neg.default",       "abs.default",
-      "relu.default",      "maximum.default", "minimum.default",    "where.self",        "where.ScalarSelf",
-      "where.ScalarOther", "where.Scalar",    "masked_fill.Scalar", "masked_fill.Tensor"};
-  return names.count(name) > 0;
-}
-
 // The type of the first tensor operand among the node's arguments.
 std::optional<c10::ScalarType> operand_type(const Node& node) {
   for (const Argument& a : node.args())
@@ -385,9 +381,9 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const std::string name = ops->op + "." + ops->overload;
   if (compute_type(out->dtype)) {
     auto rule = rules().find(name);
-    if (rule == rules().end() || (out->dtype == c10::kLong && !integer_operator(name))) return std::nullopt;
+    if (rule == rules().end() || (out->dtype == c10::kLong && !rule->second.on_integers)) return std::nullopt;
     Builder b(node, out->dtype);
-    return rule->second(b);
+    return rule->second.rule(b);
   }
   if (out->dtype != c10::kBool) return std::nullopt;
   if (auto rule = comparisons().find(name); rule != comparisons().end()) {
