@@ -3,7 +3,8 @@
 // over the last dimension without keepdim as ones with keepdim and a view;
 // softmax, log_softmax and layer_norm over the last dimension as reductions and
 // pointwise operators, which the scheduler puts back together as one row
-// kernel with what comes before and after them; batch norm in eval mode as
+// kernel with what comes before and after them; nll_loss after log_softmax
+// as a logsumexp per row and a gather; batch norm in eval mode as
 // pointwise operators. Only float32 and float64 are rewritten: the
 // lowering fuses nothing else, and ATen's own kernels are faster than the
 // pieces.
@@ -189,6 +190,78 @@ bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
   return true;
 }
 
+// nll_loss_forward(_log_softmax(x, -1, False), t, None, reduction,
+// ignore_index) over [N, C] logits whose log-probabilities nothing else
+// reads, and whose total_weight nobody reads (cross_entropy's forward).
+// Row i's loss is logsumexp(x[i]) - x[i, t[i]], and 0 where t[i] is
+// ignore_index: a row kernel reads the logits once (max, sum of exp, log,
+// the loss) and the [N, C] log-probabilities are never written; ATen
+// gathers the N picked logits and sums the N losses. The mean divides by
+// the number of rows counted, as ATen's total_weight without weights.
+bool log_softmax_nll_loss(Graph& graph, Node* n) {
+  const Args& a = n->args();
+  if (a.size() != 5 || !a[0].is_node() || !a[1].is_node() || !a[2].is_none() || !a[3].is<int64_t>() ||
+      !a[4].is<int64_t>() || !n->kwargs().empty())
+    return false;
+  Node* log_softmax = a[0].node();
+  const Args& l = log_softmax->args();
+  if (log_softmax->target() != "torch.ops.aten._log_softmax.default" || log_softmax->num_users() != 1 ||
+      l.size() != 3 || !l[2].is<bool>() || l[2].get<bool>())
+    return false;
+  const passes::TensorMetadata* m = last_dim_float(l[0], l[1]);
+  const passes::TensorMetadata* t = tensor_meta(*a[1].node());
+  if (!m || m->shape.size() != 2 || !t || t->dtype != c10::kLong || t->shape.size() != 1 ||
+      t->shape[0] != m->shape[0])
+    return false;
+  const int64_t reduction = a[3].get<int64_t>(), ignore_index = a[4].get<int64_t>();
+  if (reduction < 0 || reduction > 2) return false;  // none, mean, sum
+  std::vector<Node*> outputs, unused;
+  if (!first_result_only(*n, outputs, unused)) return false;
+  Emitter e(graph, n);
+  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m);
+  passes::TensorMetadata labels = contiguous(*t), mask = labels, mask_column = row, index = row,
+                         scalar = contiguous(*m), count = scalar;
+  mask.dtype = mask_column.dtype = c10::kBool;
+  index.dtype = c10::kLong;
+  scalar.shape.clear();
+  scalar = contiguous(std::move(scalar));
+  count = scalar;
+  count.dtype = c10::kLong;
+  Node* x = l[0].node();
+  Node* target = a[1].node();
+  const List column{{Argument(m->shape[0]), Argument(int64_t{1})}};
+  Node* max = e.call("torch.ops.aten.amax.default", {x, kLastDim, true}, row);
+  Node* shifted = e.call("torch.ops.aten.sub.Tensor", {x, max}, full);
+  Node* sum = e.call("torch.ops.aten.sum.dim_IntList",
+                     {e.call("torch.ops.aten.exp.default", {shifted}, full), kLastDim, true}, row);
+  Node* logsumexp =
+      e.call("torch.ops.aten.add.Tensor", {e.call("torch.ops.aten.log.default", {sum}, row), max}, row);
+  // An ignored row's label is not an index: it reads column 0 instead.
+  Node* counted = e.call("torch.ops.aten.ne.Scalar", {target, ignore_index}, mask);
+  Node* label = e.call("torch.ops.aten.where.ScalarOther", {counted, target, int64_t{0}}, labels);
+  Node* picked = e.call("torch.ops.aten.gather.default",
+                        {x, int64_t{1}, e.call("torch.ops.aten.view.default", {label, column}, index)}, row);
+  Node* loss = e.call("torch.ops.aten.where.ScalarOther",
+                      {e.call("torch.ops.aten.view.default", {counted, column}, mask_column),
+                       e.call("torch.ops.aten.sub.Tensor", {logsumexp, picked}, row), 0.0},
+                      row);
+  Node* y = nullptr;
+  if (reduction == 0) {
+    passes::TensorMetadata per_label = full;
+    per_label.shape.pop_back();
+    y = e.call("torch.ops.aten.view.default", {loss, List{{Argument(m->shape[0])}}},
+               contiguous(std::move(per_label)));
+  } else {
+    y = e.call("torch.ops.aten.sum.default", {loss}, scalar);
+    if (reduction == 1)
+      y = e.call("torch.ops.aten.div.Tensor", {y, e.call("torch.ops.aten.sum.default", {counted}, count)},
+                 scalar);
+  }
+  replace_first_result(graph, n, y, outputs, unused);
+  graph.erase_node(log_softmax);
+  return true;
+}
+
 // sum, mean, amax or amin over the last dimension without keepdim, of a
 // value the lowering fuses: the reduction with keepdim, then a view without
 // the last dimension, so that the reduction joins the row kernel of what it
@@ -239,6 +312,8 @@ size_t decompose(Graph& graph) {
     graph.erase_node(n);
     ++rewritten;
   }
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.nll_loss_forward.default")))
+    rewritten += log_softmax_nll_loss(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._softmax.default")))
     rewritten += softmax(graph, n, false);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax.default")))

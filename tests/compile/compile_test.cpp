@@ -277,6 +277,50 @@ TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
   EXPECT_EQ(compiled_log->report().kernels, 1u);
 }
 
+// log_softmax + nll_loss (cross_entropy's forward) in each reduction, with
+// ignored labels (ATen's default ignore_index and another one), in float32
+// and float64: a row kernel computes each row's logsumexp and loss from the
+// logits, and the log-probabilities are never made.
+TEST(Compile, LogSoftmaxAndNllLossReadTheLogitsOnce) {
+  for (const auto reduction : {at::Reduction::Mean, at::Reduction::Sum, at::Reduction::None})
+    for (const int64_t ignore_index : {int64_t{-100}, int64_t{3}}) {
+      auto loss = [&](const at::Tensor& x, const at::Tensor& t) {
+        return at::nll_loss(torch::log_softmax(x, -1), t, {}, reduction, ignore_index);
+      };
+      auto compiled = fx::compile(
+          [&](const std::vector<c10::IValue>& in) { return loss(in[0].toTensor(), in[1].toTensor()); },
+          fresh_options());
+      for (const auto dtype : {torch::kFloat, torch::kDouble})
+        for (int64_t n : {9, 33}) {
+          at::Tensor x = torch::randn({n, 45}, dtype) * 3, t = torch::randint(45, {n});
+          t[1] = ignore_index;
+          t[4] = ignore_index;
+          expect_close(run_compiled(*compiled, {x, t}).toTensor(), loss(x, t));
+          // The labels' kernel (which rows count, and a label that indexes),
+          // and the row kernel: max, sum of exp, log, the picked logit, the loss.
+          EXPECT_EQ(compiled->report().kernels, 2u) << reduction << " " << ignore_index << " " << dtype;
+          for (fx::Node* node : compiled->compiled_graph().graph().nodes())
+            EXPECT_THAT(node->target().str(), testing::Not(HasSubstr("softmax")));
+        }
+      // Every label ignored: the mean is 0 / 0, NaN, as in eager.
+      at::Tensor x = torch::randn({5, 45}), t = torch::full({5}, ignore_index, torch::kLong);
+      at::Tensor got = run_compiled(*compiled, {x, t}).toTensor(), want = loss(x, t);
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6, /*equal_nan=*/true)) << got << want;
+    }
+  // With a prologue (a temperature), whose result the gather reads. A label
+  // out of range is an error, as in eager, not a read past the row.
+  auto loss = [](const at::Tensor& x, const at::Tensor& t) {
+    return torch::nll_loss(torch::log_softmax(x / 0.7, -1), t);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) { return loss(in[0].toTensor(), in[1].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({4, 10}), t = torch::randint(10, {4});
+  expect_close(run_compiled(*compiled, {x, t}).toTensor(), loss(x, t));
+  t[2] = 10;
+  EXPECT_ANY_THROW(compiled->run({x, t}));
+}
+
 // A causal mask, as attention applies it: masked_fill by a bool tensor (a
 // [T, T] mask broadcast over batches and heads) before the softmax, and
 // torch.where with a comparison made in the loop. Each is one row kernel
