@@ -104,6 +104,8 @@ def main():
             program("gelu(x @ W + b) 128x768 -> 3072", args.runs, up, [torch.randn(128, 768)], 1e-4, 1e-5),
             program("log_softmax + nll_loss [512, 1000]", args.runs, nll,
                     [torch.randn(512, 1000), torch.randint(1000, (512,))], 1e-4, 1e-5, batched=2),
+            program("log_softmax + nll_loss [2048, 32000]", args.runs, nll,
+                    [torch.randn(2048, 32000), torch.randint(32000, (2048,))], 1e-4, 1e-5, batched=2),
         ]
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 
