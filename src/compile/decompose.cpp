@@ -190,18 +190,19 @@ bool batch_norm_eval(Graph& graph, Node* n, bool no_training_op) {
   return true;
 }
 
-// nll_loss_forward(_log_softmax(x, -1, False), t, None, reduction,
+// nll_loss_forward(_log_softmax(x, -1, False), t, weight, reduction,
 // ignore_index) over [N, C] logits whose log-probabilities nothing else
 // reads, and whose total_weight nobody reads (cross_entropy's forward).
-// Row i's loss is logsumexp(x[i]) - x[i, t[i]], and 0 where t[i] is
+// Row i's loss is logsumexp(x[i]) - x[i, t[i]] (times weight[t[i]]), 0 where t[i] is
 // ignore_index: a row kernel reads the logits once (max, sum of exp, log,
 // the loss) and the [N, C] log-probabilities are never written; ATen
 // gathers the N picked logits and sums the N losses. The mean divides by
-// the number of rows counted, as ATen's total_weight without weights.
+// ATen's total_weight: the number of rows counted, or the sum of their
+// labels' weights.
 bool log_softmax_nll_loss(Graph& graph, Node* n) {
   const Args& a = n->args();
-  if (a.size() != 5 || !a[0].is_node() || !a[1].is_node() || !a[2].is_none() || !a[3].is<int64_t>() ||
-      !a[4].is<int64_t>() || !n->kwargs().empty())
+  if (a.size() != 5 || !a[0].is_node() || !a[1].is_node() || !a[3].is<int64_t>() || !a[4].is<int64_t>() ||
+      !n->kwargs().empty())
     return false;
   Node* log_softmax = a[0].node();
   const Args& l = log_softmax->args();
@@ -213,6 +214,10 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
   if (!m || m->shape.size() != 2 || !t || t->dtype != c10::kLong || t->shape.size() != 1 ||
       t->shape[0] != m->shape[0])
     return false;
+  if (!a[2].is_none()) {  // class weights: [C], of the logits' type
+    const passes::TensorMetadata* w = a[2].is_node() ? tensor_meta(*a[2].node()) : nullptr;
+    if (!w || w->dtype != m->dtype || w->shape != std::vector<int64_t>{m->shape[1]}) return false;
+  }
   const int64_t reduction = a[3].get<int64_t>(), ignore_index = a[4].get<int64_t>();
   if (reduction < 0 || reduction > 2) return false;  // none, mean, sum
   std::vector<Node*> outputs, unused;
@@ -241,10 +246,22 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
   Node* label = e.call("torch.ops.aten.where.ScalarOther", {counted, target, int64_t{0}}, labels);
   Node* picked = e.call("torch.ops.aten.gather.default",
                         {x, int64_t{1}, e.call("torch.ops.aten.view.default", {label, column}, index)}, row);
-  Node* loss = e.call("torch.ops.aten.where.ScalarOther",
-                      {e.call("torch.ops.aten.view.default", {counted, column}, mask_column),
-                       e.call("torch.ops.aten.sub.Tensor", {logsumexp, picked}, row), 0.0},
-                      row);
+  Node* counted_column = e.call("torch.ops.aten.view.default", {counted, column}, mask_column);
+  Node* loss = e.call("torch.ops.aten.sub.Tensor", {logsumexp, picked}, row);
+  // With class weights, row i's loss and its share of the mean's
+  // denominator are weight[t[i]].
+  Node* weight = nullptr;
+  if (a[2].is_node()) {
+    passes::TensorMetadata per_label = full;
+    per_label.shape.pop_back();
+    weight = e.call("torch.ops.aten.view.default",
+                    {e.call("torch.ops.aten.index_select.default", {a[2], int64_t{0}, label},
+                            contiguous(std::move(per_label))),
+                     column},
+                    row);
+    loss = e.call("torch.ops.aten.mul.Tensor", {loss, weight}, row);
+  }
+  loss = e.call("torch.ops.aten.where.ScalarOther", {counted_column, loss, 0.0}, row);
   Node* y = nullptr;
   if (reduction == 0) {
     passes::TensorMetadata per_label = full;
@@ -253,9 +270,14 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
                contiguous(std::move(per_label)));
   } else {
     y = e.call("torch.ops.aten.sum.default", {loss}, scalar);
-    if (reduction == 1)
-      y = e.call("torch.ops.aten.div.Tensor", {y, e.call("torch.ops.aten.sum.default", {counted}, count)},
-                 scalar);
+    if (reduction == 1) {
+      Node* total =
+          weight ? e.call("torch.ops.aten.sum.default",
+                          {e.call("torch.ops.aten.where.ScalarOther", {counted_column, weight, 0.0}, row)},
+                          scalar)
+                 : e.call("torch.ops.aten.sum.default", {counted}, count);
+      y = e.call("torch.ops.aten.div.Tensor", {y, total}, scalar);
+    }
   }
   replace_first_result(graph, n, y, outputs, unused);
   graph.erase_node(log_softmax);

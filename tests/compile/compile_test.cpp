@@ -278,14 +278,19 @@ TEST(Compile, SoftmaxIsOneRowKernelWithItsPrologueAndEpilogue) {
 }
 
 // log_softmax + nll_loss (cross_entropy's forward) in each reduction, with
-// ignored labels (ATen's default ignore_index and another one), in float32
-// and float64: a row kernel computes each row's logsumexp and loss from the
+// ignored labels (ATen's default ignore_index and another one), with and
+// without class weights, in float32 and float64: a row kernel computes each row's logsumexp and loss from the
 // logits, and the log-probabilities are never made.
 TEST(Compile, LogSoftmaxAndNllLossReadTheLogitsOnce) {
   for (const auto reduction : {at::Reduction::Mean, at::Reduction::Sum, at::Reduction::None})
     for (const int64_t ignore_index : {int64_t{-100}, int64_t{3}}) {
+      // Class weights with the second ignore_index.
+      const bool weighted = ignore_index == 3;
+      at::Tensor weight = torch::rand({45}, torch::kDouble) + 0.5;
       auto loss = [&](const at::Tensor& x, const at::Tensor& t) {
-        return at::nll_loss(torch::log_softmax(x, -1), t, {}, reduction, ignore_index);
+        std::optional<at::Tensor> w;
+        if (weighted) w = weight.to(x.dtype());
+        return at::nll_loss(torch::log_softmax(x, -1), t, w, reduction, ignore_index);
       };
       auto compiled = fx::compile(
           [&](const std::vector<c10::IValue>& in) { return loss(in[0].toTensor(), in[1].toTensor()); },
@@ -307,16 +312,19 @@ TEST(Compile, LogSoftmaxAndNllLossReadTheLogitsOnce) {
       at::Tensor got = run_compiled(*compiled, {x, t}).toTensor(), want = loss(x, t);
       EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6, /*equal_nan=*/true)) << got << want;
     }
-  // With a prologue (a temperature), whose result the gather reads. A label
-  // out of range is an error, as in eager, not a read past the row.
+  // cross_entropy, with a prologue (a temperature) whose result the gather
+  // reads. A label out of range is an error, as in eager, not a read past
+  // the row.
   auto loss = [](const at::Tensor& x, const at::Tensor& t) {
-    return torch::nll_loss(torch::log_softmax(x / 0.7, -1), t);
+    return torch::nn::functional::cross_entropy(x / 0.7, t);
   };
   auto compiled = fx::compile(
       [&](const std::vector<c10::IValue>& in) { return loss(in[0].toTensor(), in[1].toTensor()); },
       fresh_options());
   at::Tensor x = torch::randn({4, 10}), t = torch::randint(10, {4});
   expect_close(run_compiled(*compiled, {x, t}).toTensor(), loss(x, t));
+  for (fx::Node* node : compiled->compiled_graph().graph().nodes())
+    EXPECT_THAT(node->target().str(), testing::Not(HasSubstr("softmax")));
   t[2] = 10;
   EXPECT_ANY_THROW(compiled->run({x, t}));
 }
