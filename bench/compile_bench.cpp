@@ -1,6 +1,7 @@
-// fx::compile beside LibTorch eager on six programs: exec_bench's chain of
+// fx::compile beside LibTorch eager on these programs: exec_bench's chain of
 // 1,000 tiny operators on a 4x4 tensor (per-operator overhead: one kernel
-// when compiled); a chain of six
+// when compiled); ten 4x4 inputs added and multiplied (per-call overhead:
+// guards on ten tensors around a kernel of 16 elements); a chain of six
 // pointwise operators on a 1024x1024 tensor (memory-bound: fusion's best
 // case); softmax(x / 8) over rows of attention scores, and with a causal
 // mask (masked_fill by a bool [128, 128] tensor); LayerNorm over 768
@@ -131,6 +132,18 @@ int main(int argc, char** argv) try {
       "1,000-op chain [4, 4]", flags, *tiny,
       [&](const Inputs& in) { return fxbench::handwritten(in[0].toTensor(), 1000); }, {small}, 1e-5, 1e-6,
       false);
+
+  // Ten inputs of 16 elements, one kernel: what a call costs beyond its
+  // kernel (guards on ten tensors, the GraphModule, the output).
+  auto ten_fn = [](const Inputs& in) {
+    at::Tensor y = in[0].toTensor();
+    for (size_t i = 1; i < in.size(); ++i) y = i % 2 ? y + in[i].toTensor() : y * in[i].toTensor();
+    return y;
+  };
+  Inputs ten;
+  for (int i = 0; i < 10; ++i) ten.emplace_back(torch::rand({4, 4}));
+  auto ten_inputs = fx::compile(fn(ten_fn), options);
+  program("10 inputs [4, 4], per-call overhead", flags, *ten_inputs, ten_fn, ten, 1e-5, 1e-6, false, {}, 10);
 
   at::Tensor x = torch::randn({1024, 1024}), b = torch::randn({1024});
   auto pointwise =

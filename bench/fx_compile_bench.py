@@ -41,6 +41,13 @@ def nll(logits, labels):
     return torch.nn.functional.nll_loss(torch.log_softmax(logits, -1), labels)
 
 
+def ten_inputs(*xs):
+    y = xs[0]
+    for i, x in enumerate(xs[1:], 1):
+        y = y + x if i % 2 else y * x
+    return y
+
+
 def resized(inputs, i, batched):
     """The first `batched` inputs cut to (3 - i) / 4 of the first one's first dimension."""
     n = inputs[0].shape[0] * (3 - i) // 4
@@ -84,6 +91,8 @@ def main():
         programs = [
             program("1,000-op chain [4, 4]", args.runs, lambda x: handwritten(x, 1000), [torch.rand(4, 4) * 2 - 1],
                     1e-5, 1e-6),
+            program("10 inputs [4, 4], per-call overhead", args.runs, ten_inputs,
+                    [torch.rand(4, 4) for _ in range(10)], 1e-5, 1e-6, batched=10),
             program("pointwise chain [1024, 1024]", args.runs, chain, [torch.randn(1024, 1024), torch.randn(1024)],
                     1e-5, 1e-6),
             program("softmax(x / 8) [1024, 128]", args.runs, lambda s: torch.softmax(s / 8.0, -1),
