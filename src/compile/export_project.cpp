@@ -35,13 +35,17 @@ std::string int_list(const std::vector<int64_t>& v) {
 // at::kFloat, at::kBool, ...
 std::string dtype_constant(c10::ScalarType t) { return std::string("at::k") + c10::toString(t); }
 
-// The data of `tensor`, of type `dtype`, as the kernel's `type`: a bool
-// tensor's goes as an S pointer, which the kernel reads and writes as bool
-// (masks).
+// The data of `tensor`, of type `dtype`, as the kernel's `type`: a bool or
+// half-precision tensor's goes as an S pointer, which the kernel reads and
+// writes as its type (masks, converted values).
 std::string data(const std::string& tensor, c10::ScalarType dtype, const std::string& type,
                  const char* constness) {
-  if (dtype == c10::kBool)
-    return "reinterpret_cast<" + std::string(constness) + type + "*>(" + tensor + ".data_ptr<bool>())";
+  if (dtype == c10::kBool || half_type(dtype))
+    return "reinterpret_cast<" + std::string(constness) + type + "*>(" + tensor + ".data_ptr<" +
+           (dtype == c10::kBool   ? "bool"
+            : dtype == c10::kHalf ? "at::Half"
+                                  : "at::BFloat16") +
+           ">())";
   return tensor + ".data_ptr<" + type + ">()";
 }
 

@@ -6,9 +6,10 @@
 // for them. A bool value (a comparison, a mask read from a bool tensor) is
 // a mask: a V whose lanes are all ones or all zeros, as at::vec's
 // comparisons make them and V::blendv reads them; `where` and `masked_fill`
-// select with it. Anything not in the tables below, of another type, or
-// mixing float types (which would need conversions inside the loop), stays
-// an ATen call.
+// select with it. bfloat16 and float16 nodes compute in float (S), their
+// operands converted when loaded. Anything not in the tables below, of
+// another type, or mixing types (which ATen would promote), stays an ATen
+// call.
 #include "phases.h"
 
 #include <fx/error.h>
@@ -75,7 +76,7 @@ std::string int_constant(int64_t value) {
 // or bool for a logical operator on masks.
 class Builder {
  public:
-  Builder(const Node& n, c10::ScalarType dtype) : n_(n), dtype_(dtype) { op_.compute = dtype; }
+  Builder(const Node& n, c10::ScalarType dtype) : n_(n), dtype_(dtype) { op_.compute = compute_of(dtype); }
 
   // The positional argument `i`, else the keyword `key`, else nullptr.
   const Argument* arg(size_t i, const char* key = nullptr) const {
@@ -379,7 +380,7 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const passes::TensorMetadata* out = tensor_meta(node);
   if (!out || out->is_quantized) return std::nullopt;
   const std::string name = ops->op + "." + ops->overload;
-  if (compute_type(out->dtype)) {
+  if (compute_type(out->dtype) || half_type(out->dtype)) {
     auto rule = rules().find(name);
     if (rule == rules().end() || (out->dtype == c10::kLong && !rule->second.on_integers)) return std::nullopt;
     Builder b(node, out->dtype);
@@ -388,7 +389,7 @@ std::optional<PointwiseOp> lower(const Node& node) {
   if (out->dtype != c10::kBool) return std::nullopt;
   if (auto rule = comparisons().find(name); rule != comparisons().end()) {
     const std::optional<c10::ScalarType> compute = operand_type(node);
-    if (!compute || !compute_type(*compute)) return std::nullopt;
+    if (!compute || !(compute_type(*compute) || half_type(*compute))) return std::nullopt;
     Builder b(node, *compute);
     return rule->second(b);
   }

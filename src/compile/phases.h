@@ -55,8 +55,8 @@ void propagate_tensor_meta(GraphModule& gm, const std::vector<Value>& inputs);
 size_t decompose(Graph& graph);
 
 // ---- lower.cpp -------------------------------------------------------------
-// A float32, float64 or int64 pointwise ATen node whose tensor operands have
-// its type, as an expression over at::vec::Vectorized<S> (named V, its element
+// A float32, float64, int64, bfloat16 or float16 pointwise ATen node whose
+// tensor operands have its type, as an expression over at::vec::Vectorized<S> (named V, its element
 // type S): `format` refers to the node's tensor operands as {0}, {1}, ...
 // (in the order of `inputs`) and has its scalar arguments baked in as
 // constants of type S. Bool values are masks, V's lanes all ones or all
@@ -85,6 +85,13 @@ inline bool fusable_type(c10::ScalarType t) { return t == c10::kFloat || t == c1
 // All types kernels compute in: the float ones, and int64 with the
 // operators exact on integers (lower.cpp's integer_operators).
 inline bool compute_type(c10::ScalarType t) { return fusable_type(t) || t == c10::kLong; }
+// The half-precision types, bfloat16 and float16: a kernel computes their
+// values in float32, as ATen's kernels of one operator do, loading them
+// into float lanes and rounding each output when it stores it. Unlike a
+// chain of ATen calls, it does not round the values in between.
+inline bool half_type(c10::ScalarType t) { return t == c10::kBFloat16 || t == c10::kHalf; }
+// The type a kernel computes values of type `t` in.
+inline c10::ScalarType compute_of(c10::ScalarType t) { return half_type(t) ? c10::kFloat : t; }
 // The C++ element type of a kernel computing in `t` (a compute_type):
 // "float", "double" or "int64_t". The generated source, the kernel node's
 // call and an exported project all spell it from here.

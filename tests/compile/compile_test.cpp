@@ -221,6 +221,37 @@ TEST(Compile, Int64ComputesInItsOwnKernels) {
 // reads it once. Not when they share no input, loop over other shapes, or
 // when the earlier one's value is read outside it before the later one
 // ends (the merged loop runs where the later one was).
+// bfloat16 and float16 compute in float lanes: loaded converted (a
+// transposed and a broadcast input too), rounded once when stored, so the
+// result is the float32 program's, rounded; eager rounds after each
+// operator, so it is only near that. A comparison, a where and a row
+// reduction of half-precision values join the same kernel.
+TEST(Compile, HalfPrecisionComputesInFloat) {
+  auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& b) {
+    at::Tensor t = torch::sigmoid((x * 2.0 + y).relu()) * x - b;
+    t = torch::where(t > 0.25, t, y * 0.5);
+    return t - t.amax(-1, true);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        return fn(in[0].toTensor(), in[1].toTensor(), in[2].toTensor());
+      },
+      fresh_options());
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf})
+    for (int64_t n : {37, 5}) {  // static kernels, then dynamic ones
+      at::Tensor x = torch::randn({6, n}), y = torch::randn({n, 6}).t(), b = torch::randn({n});
+      const at::Tensor xh = x.to(dtype), yh = y.to(dtype), bh = b.to(dtype);
+      const at::Tensor got = run_compiled(*compiled, {xh, yh, bh}).toTensor();
+      ASSERT_EQ(got.scalar_type(), dtype);
+      EXPECT_EQ(compiled->report().kernels, 1u) << dtype;
+      EXPECT_EQ(compiled->report().extern_nodes, 0u) << dtype;
+      const at::Tensor exact = fn(xh.to(torch::kFloat), yh.to(torch::kFloat), bh.to(torch::kFloat));
+      EXPECT_TRUE(at::allclose(got.to(torch::kFloat), exact.to(dtype).to(torch::kFloat), 1e-2, 1e-3))
+          << (got.to(torch::kFloat) - exact).abs().max();
+      EXPECT_TRUE(at::allclose(got.to(torch::kFloat), fn(xh, yh, bh).to(torch::kFloat), 5e-2, 5e-2)) << dtype;
+    }
+}
+
 TEST(Compile, LoopsThatShareAnInputFuseHorizontally) {
   auto two = [](const at::Tensor& x, const at::Tensor& y) {
     return std::make_tuple(x.sin() * 2.0, x.cos() + 1.0, y.exp() - 1.0, x.sum(-1, true) * 0.5);

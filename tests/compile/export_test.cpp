@@ -107,6 +107,22 @@ TEST(CompiledExport, AFloat64KernelTakesDoubles) {
   EXPECT_THAT(export_test::read_text(dir.path() / "project" / "kernels.cpp"), HasSubstr("using S = double;"));
 }
 
+TEST(CompiledExport, ABFloat16KernelTakesItsTensorsAsFloatPointers) {
+  ScratchDir dir("compiled_export_bfloat16");
+  auto compiled =
+      fx::compile([](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 0.1 + 1.0).relu(); },
+                  options_in(dir));
+  compiled->run({torch::randn({3, 4}, torch::kBFloat16)});
+  ASSERT_EQ(compiled->report().kernels, 1u);
+  compiled->export_cpp(dir.str("project"));
+  const std::string kernels = export_test::read_text(dir.path() / "project" / "kernels.h");
+  EXPECT_THAT(kernels, HasSubstr("(const float* const* in, float* const* out, const int64_t* dims);"));
+  EXPECT_THAT(kernels, HasSubstr("at::kBFloat16, {3, 4}, {4, 1});"));
+  EXPECT_THAT(kernels, HasSubstr("reinterpret_cast<const float*>(in0.data_ptr<at::BFloat16>())"));
+  EXPECT_THAT(export_test::read_text(dir.path() / "project" / "kernels.cpp"),
+              HasSubstr("load_as(reinterpret_cast<const c10::BFloat16*>(in[0])"));
+}
+
 TEST(CompiledExport, AProgramWithNoKernelIsPlainExportCpp) {
   ScratchDir dir("compiled_export_none");
   auto compiled = fx::compile([](const std::vector<c10::IValue>& in) { return in[0].toTensor().sum(0); },
