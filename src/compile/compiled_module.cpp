@@ -129,6 +129,8 @@ class KernelCall : public Callable {
       run<double>(in, out, *dims);
     else if (types_.compute == at::kLong)
       run<int64_t>(in, out, *dims);
+    else if (types_.compute == at::kInt)
+      run<int32_t>(in, out, *dims);
     else
       run<float>(in, out, *dims);
     if (out.size() == 1) return out[0];

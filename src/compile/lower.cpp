@@ -33,6 +33,7 @@ const char* element_type(c10::ScalarType t) {
   if (t == c10::kFloat) return "float";
   if (t == c10::kDouble) return "double";
   if (t == c10::kLong) return "int64_t";
+  if (t == c10::kInt) return "int32_t";
   throw Error(std::string("fx::compile: no kernel computes in ") + c10::toString(t));
 }
 
@@ -65,7 +66,7 @@ std::string vec_constant(double value) {
   return "V(S(" + std::string(buf, end) + "))";
 }
 
-// An int64 number as a constant of an int64 kernel, exactly.
+// An integer as a constant of an int64 or int32 kernel, exactly.
 std::string int_constant(int64_t value) {
   if (value == std::numeric_limits<int64_t>::min()) return "V(std::numeric_limits<S>::min())";
   return "V(S(" + std::to_string(value) + "))";
@@ -124,6 +125,13 @@ class Builder {
     // An integer kernel takes integers exactly (a double would have been
     // promoted to a float result by ATen, so it is not one of these nodes).
     if (dtype == c10::kLong) return a->is<int64_t>() ? int_constant(a->get<int64_t>()) : std::string();
+    // An int32 kernel takes the numbers int32 holds; ATen would wrap the
+    // others, which no constant of the kernel spells.
+    if (dtype == c10::kInt)
+      return a->is<int64_t>() && a->get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                     a->get<int64_t>() <= std::numeric_limits<int32_t>::max()
+                 ? int_constant(a->get<int64_t>())
+                 : std::string();
     if (auto v = scalar(i, key)) return vec_constant(*v);
     return {};
   }
@@ -382,7 +390,8 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const std::string name = ops->op + "." + ops->overload;
   if (compute_type(out->dtype) || half_type(out->dtype)) {
     auto rule = rules().find(name);
-    if (rule == rules().end() || (out->dtype == c10::kLong && !rule->second.on_integers)) return std::nullopt;
+    if (rule == rules().end() || (c10::isIntegralType(out->dtype, false) && !rule->second.on_integers))
+      return std::nullopt;
     Builder b(node, out->dtype);
     return rule->second.rule(b);
   }

@@ -82,9 +82,9 @@ std::optional<PointwiseOp> lower(const Node& node);
 // The float types kernels compute in, with every operator the lowering
 // knows: float32 and float64.
 inline bool fusable_type(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
-// All types kernels compute in: the float ones, and int64 with the
-// operators exact on integers (lower.cpp's integer_operators).
-inline bool compute_type(c10::ScalarType t) { return fusable_type(t) || t == c10::kLong; }
+// All types kernels compute in: the float ones, and int64 and int32 with
+// the operators exact on integers (lower.cpp's kExactOnIntegers).
+inline bool compute_type(c10::ScalarType t) { return fusable_type(t) || t == c10::kLong || t == c10::kInt; }
 // The half-precision types, bfloat16 and float16: a kernel computes their
 // values in float32, as ATen's kernels of one operator do, loading them
 // into float lanes and rounding each output when it stores it. Unlike a
@@ -93,7 +93,7 @@ inline bool half_type(c10::ScalarType t) { return t == c10::kBFloat16 || t == c1
 // The type a kernel computes values of type `t` in.
 inline c10::ScalarType compute_of(c10::ScalarType t) { return half_type(t) ? c10::kFloat : t; }
 // The C++ element type of a kernel computing in `t` (a compute_type):
-// "float", "double" or "int64_t". The generated source, the kernel node's
+// "float", "double", "int64_t" or "int32_t". The generated source, the kernel node's
 // call and an exported project all spell it from here.
 const char* element_type(c10::ScalarType t);
 // The single tensor's metadata of a node (its tensor_meta), or nullptr.

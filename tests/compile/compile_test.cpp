@@ -217,6 +217,48 @@ TEST(Compile, Int64ComputesInItsOwnKernels) {
   }
 }
 
+// int32 kernels compute the same operators, wrapping around at 32 bits as
+// ATen does; a number int32 does not hold leaves its node to ATen.
+TEST(Compile, Int32ComputesInItsOwnKernels) {
+  auto fn = [](const at::Tensor& i, const at::Tensor& j, const at::Tensor& m) {
+    at::Tensor a = torch::where(i > j, torch::sub(i * 3, j, 2).abs(), torch::maximum(i, j.neg()));
+    at::Tensor b = (a.masked_fill(m, -7) + 2147483647).relu();  // wraps
+    return std::make_tuple(a, b, torch::minimum(i, j) - 1);
+  };
+  auto compiled = fx::compile(
+      [&](const std::vector<c10::IValue>& in) {
+        auto [a, b, c] = fn(in[0].toTensor(), in[1].toTensor(), in[2].toTensor());
+        return c10::ivalue::Tuple::create({a, b, c});
+      },
+      fresh_options());
+  for (auto shape : std::vector<std::vector<int64_t>>{{4, 13}, {6, 7}}) {
+    at::Tensor i = torch::randint(-1000000, 1000000, shape, torch::kInt) * 1000;
+    at::Tensor j = torch::randint(-1000, 1000, shape, torch::kInt);
+    at::Tensor m = torch::rand({shape[1]}) > 0.5;
+    auto got = run_compiled(*compiled, {i, j, m}).toTupleRef().elements();
+    auto [a, b, c] = fn(i, j, m);
+    size_t k = 0;
+    for (const at::Tensor& want : {a, b, c}) {
+      const at::Tensor& have = got[k++].toTensor();
+      ASSERT_EQ(have.scalar_type(), at::kInt);
+      EXPECT_TRUE(torch::equal(have, want)) << c10::IntArrayRef(shape) << ", output " << k - 1;
+    }
+    EXPECT_EQ(compiled->report().kernels, 1u) << c10::IntArrayRef(shape);
+    EXPECT_EQ(compiled->report().extern_nodes, 0u) << c10::IntArrayRef(shape);
+  }
+  // 2^40 is no int32: that addition stays an ATen call (which wraps it).
+  auto big = fx::compile(
+      [](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2 + (int64_t{1} << 40)) - 1; },
+      fresh_options());
+  at::Tensor i = torch::randint(-1000, 1000, {3, 5}, torch::kInt);
+  const at::Tensor want = (i * 2 + (int64_t{1} << 40)) - 1;
+  EXPECT_TRUE(torch::equal(run_compiled(*big, {i}).toTensor(), want));
+  size_t additions = 0;
+  for (fx::Node* node : big->compiled_graph().graph().nodes())
+    additions += node->target().str().rfind("torch.ops.aten.add.", 0) == 0;
+  EXPECT_EQ(additions, 1u);
+}
+
 // Loops over the same space that read a common input are one loop, which
 // reads it once. Not when they share no input, loop over other shapes, or
 // when the earlier one's value is read outside it before the later one
@@ -901,8 +943,9 @@ TEST(Compile, NewSizesCompileANewSpecialization) {
   EXPECT_EQ(compiled->num_specializations(), 4u);
   EXPECT_EQ(compiled->num_programs(), 4u);
   EXPECT_EQ(compiled->report().kernels, 1u);
-  // int32 is not fused: it runs on ATen.
-  at::Tensor xi = torch::randint(-9, 9, {8, 16}, torch::kInt), bi = torch::randint(-9, 9, {16}, torch::kInt);
+  // int16 is not fused: it runs on ATen.
+  at::Tensor xi = torch::randint(-9, 9, {8, 16}, torch::kShort),
+             bi = torch::randint(-9, 9, {16}, torch::kShort);
   auto int_chain = [](const at::Tensor& x, const at::Tensor& b) { return (x * b + 1).neg() * x; };
   auto compiled_int = fx::compile(
       [&](const std::vector<c10::IValue>& in) { return int_chain(in[0].toTensor(), in[1].toTensor()); },
