@@ -1,7 +1,8 @@
 // Phase 4 of fx::compile: C++ source for the kernels.
 //
 // Each kernel is one `extern "C"` function over raw pointers to its element
-// type S (float or double; a namespace per type, lanes_<S>, names S and V). A
+// type S (float, double, int64_t or int32_t; a namespace per type,
+// lanes_<S>, names S and V). A
 // dynamic kernel takes its sizes and strides as arguments (`dims`), so that
 // one kernel serves every size: what is baked in is only the loop's form
 // (the rank; one flat loop, rows, or nested loops), which inputs are
@@ -15,7 +16,8 @@
 // vector uses the same body with counted loads and stores. Inputs are read through their strides,
 // broadcast dimensions with stride 0; outputs are written contiguous. A
 // bool tensor is a mask in the loop (V's lanes all ones or all zeros):
-// load_mask and store_mask convert between the two.
+// load_mask and store_mask convert between the two. A bfloat16 or float16
+// tensor is float lanes in the loop: load_as and store_as convert.
 #include "phases.h"
 
 #include <fx/error.h>

@@ -198,8 +198,8 @@ std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::Int
 
 // ---- codegen_cpp.cpp -------------------------------------------------------
 // One C++ source with an `extern "C" void <kernel.name>(const S* const* in,
-// S* const* out, const int64_t* dims)` per kernel, S its element type (float
-// or double), the main loop over at::vec::Vectorized<S> and a partial vector
+// S* const* out, const int64_t* dims)` per kernel, S its element type (float,
+// double, int64_t or int32_t), the main loop over at::vec::Vectorized<S> and a partial vector
 // for the tail, OpenMP over
 // the outer loop with `threads` threads. A `dynamic` kernel reads its sizes
 // and strides from `dims`, so that the same program at other sizes is the
