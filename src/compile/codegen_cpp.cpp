@@ -215,9 +215,9 @@ class KernelWriter {
   std::string load(size_t k, const std::string& count, bool flat) const {
     // A bool tensor is read as a mask (load_mask, mask_of), a half-precision
     // one converted (load_as).
-    const bool mask = input_types_[k] == c10::kBool, half = half_type(input_types_[k]);
+    const bool mask = input_types_[k] == c10::kBool, half = half_type(input_types_[k]), stored = mask || half;
     const std::string in = std::string("in[") + std::to_string(k) + "]",
-                      p = mask || half
+                      p = stored
                               ? "reinterpret_cast<const " + storage_type(input_types_[k]) + "*>(" + in + ")"
                               : in,
                       b = std::string("b") + std::to_string(k);
@@ -231,10 +231,9 @@ class KernelWriter {
     };
     const std::string strided = mask ? "load_mask(" : half ? "load_as(" : "gather(";
     if (zero) return one("0");
-    if (flat)
-      return mask || half ? strided + p + " + i, 1, " + n + ")" : "V::loadu(" + p + " + i" + tail + ")";
+    if (flat) return stored ? strided + p + " + i, 1, " + n + ")" : "V::loadu(" + p + " + i" + tail + ")";
     if (inner == 0) return one(b);
-    if (inner == 1 && !mask && !half) return "V::loadu(" + p + " + " + b + " + j" + tail + ")";
+    if (inner == 1 && !stored) return "V::loadu(" + p + " + " + b + " + j" + tail + ")";
     const std::string s = inner == 1 ? "1" : stride_at_[k].back();
     return strided + p + " + " + b + " + j * " + s + ", " + s + ", " + n + ")";
   }
@@ -244,9 +243,10 @@ class KernelWriter {
   std::string store(size_t o, const std::string& v, const std::string& offset,
                     const std::string& count) const {
     const std::string out = "out[" + std::to_string(o) + "]";
-    if (output_types_[o] == c10::kBool || half_type(output_types_[o]))
-      return std::string(output_types_[o] == c10::kBool ? "store_mask" : "store_as") + "(reinterpret_cast<" +
-             storage_type(output_types_[o]) + "*>(" + out + ") + " + offset + ", " + v + ", " +
+    const c10::ScalarType t = output_types_[o];
+    if (t == c10::kBool || half_type(t))
+      return std::string(t == c10::kBool ? "store_mask" : "store_as") + "(reinterpret_cast<" +
+             storage_type(t) + "*>(" + out + ") + " + offset + ", " + v + ", " +
              (count.empty() ? "kStep" : count) + ");";
     return v + ".store(" + out + " + " + offset + (count.empty() ? "" : ", " + count) + ");";
   }

@@ -223,18 +223,19 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
   std::vector<Node*> outputs, unused;
   if (!first_result_only(*n, outputs, unused)) return false;
   Emitter e(graph, n);
-  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m);
-  passes::TensorMetadata labels = contiguous(*t), mask = labels, mask_column = row, index = row,
-                         scalar = contiguous(*m), count = scalar;
-  mask.dtype = mask_column.dtype = c10::kBool;
-  index.dtype = c10::kLong;
-  scalar.shape.clear();
-  scalar = contiguous(std::move(scalar));
-  count = scalar;
-  count.dtype = c10::kLong;
+  const int64_t rows = m->shape[0];
+  // The metadata of a contiguous value of `shape` and `dtype`.
+  auto like = [&](std::vector<int64_t> shape, c10::ScalarType dtype) {
+    passes::TensorMetadata r = *m;
+    r.shape = std::move(shape);
+    r.dtype = dtype;
+    return contiguous(std::move(r));
+  };
+  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m), per_label = like({rows}, m->dtype),
+                               scalar = like({}, m->dtype);
   Node* x = l[0].node();
   Node* target = a[1].node();
-  const List column{{Argument(m->shape[0]), Argument(int64_t{1})}};
+  const List column{{Argument(rows), Argument(int64_t{1})}};
   Node* max = e.call("torch.ops.aten.amax.default", {x, kLastDim, true}, row);
   Node* shifted = e.call("torch.ops.aten.sub.Tensor", {x, max}, full);
   Node* sum = e.call("torch.ops.aten.sum.dim_IntList",
@@ -242,32 +243,29 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
   Node* logsumexp =
       e.call("torch.ops.aten.add.Tensor", {e.call("torch.ops.aten.log.default", {sum}, row), max}, row);
   // An ignored row's label is not an index: it reads column 0 instead.
-  Node* counted = e.call("torch.ops.aten.ne.Scalar", {target, ignore_index}, mask);
-  Node* label = e.call("torch.ops.aten.where.ScalarOther", {counted, target, int64_t{0}}, labels);
-  Node* picked = e.call("torch.ops.aten.gather.default",
-                        {x, int64_t{1}, e.call("torch.ops.aten.view.default", {label, column}, index)}, row);
-  Node* counted_column = e.call("torch.ops.aten.view.default", {counted, column}, mask_column);
+  Node* counted = e.call("torch.ops.aten.ne.Scalar", {target, ignore_index}, like({rows}, c10::kBool));
+  Node* label =
+      e.call("torch.ops.aten.where.ScalarOther", {counted, target, int64_t{0}}, like({rows}, c10::kLong));
+  Node* picked = e.call(
+      "torch.ops.aten.gather.default",
+      {x, int64_t{1}, e.call("torch.ops.aten.view.default", {label, column}, like({rows, 1}, c10::kLong))},
+      row);
+  Node* counted_column =
+      e.call("torch.ops.aten.view.default", {counted, column}, like({rows, 1}, c10::kBool));
   Node* loss = e.call("torch.ops.aten.sub.Tensor", {logsumexp, picked}, row);
   // With class weights, row i's loss and its share of the mean's
   // denominator are weight[t[i]].
   Node* weight = nullptr;
   if (a[2].is_node()) {
-    passes::TensorMetadata per_label = full;
-    per_label.shape.pop_back();
-    weight = e.call("torch.ops.aten.view.default",
-                    {e.call("torch.ops.aten.index_select.default", {a[2], int64_t{0}, label},
-                            contiguous(std::move(per_label))),
-                     column},
-                    row);
+    weight = e.call(
+        "torch.ops.aten.view.default",
+        {e.call("torch.ops.aten.index_select.default", {a[2], int64_t{0}, label}, per_label), column}, row);
     loss = e.call("torch.ops.aten.mul.Tensor", {loss, weight}, row);
   }
   loss = e.call("torch.ops.aten.where.ScalarOther", {counted_column, loss, 0.0}, row);
   Node* y = nullptr;
   if (reduction == 0) {
-    passes::TensorMetadata per_label = full;
-    per_label.shape.pop_back();
-    y = e.call("torch.ops.aten.view.default", {loss, List{{Argument(m->shape[0])}}},
-               contiguous(std::move(per_label)));
+    y = e.call("torch.ops.aten.view.default", {loss, List{{Argument(rows)}}}, per_label);
   } else {
     y = e.call("torch.ops.aten.sum.default", {loss}, scalar);
     if (reduction == 1) {
@@ -275,7 +273,7 @@ bool log_softmax_nll_loss(Graph& graph, Node* n) {
           weight ? e.call("torch.ops.aten.sum.default",
                           {e.call("torch.ops.aten.where.ScalarOther", {counted_column, weight, 0.0}, row)},
                           scalar)
-                 : e.call("torch.ops.aten.sum.default", {counted}, count);
+                 : e.call("torch.ops.aten.sum.default", {counted}, like({}, c10::kLong));
       y = e.call("torch.ops.aten.div.Tensor", {y, total}, scalar);
     }
   }

@@ -124,14 +124,16 @@ class Builder {
     if (dtype == c10::kBool) return {};
     // An integer kernel takes integers exactly (a double would have been
     // promoted to a float result by ATen, so it is not one of these nodes).
-    if (dtype == c10::kLong) return a->is<int64_t>() ? int_constant(a->get<int64_t>()) : std::string();
-    // An int32 kernel takes the numbers int32 holds; ATen would wrap the
-    // others, which no constant of the kernel spells.
-    if (dtype == c10::kInt)
-      return a->is<int64_t>() && a->get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
-                     a->get<int64_t>() <= std::numeric_limits<int32_t>::max()
-                 ? int_constant(a->get<int64_t>())
-                 : std::string();
+    if (c10::isIntegralType(dtype, false)) {
+      if (!a->is<int64_t>()) return {};
+      const int64_t v = a->get<int64_t>();
+      // An int32 kernel takes the numbers int32 holds; ATen would wrap the
+      // others, which no constant of the kernel spells.
+      if (dtype == c10::kInt &&
+          (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()))
+        return {};
+      return int_constant(v);
+    }
     if (auto v = scalar(i, key)) return vec_constant(*v);
     return {};
   }
@@ -282,7 +284,7 @@ std::optional<PointwiseOp> masked_fill(Builder& b) {
 }
 
 // An operator whose result has the type it computes in (S): its rule, and
-// whether an int64 kernel computes it too. Those are the operators exact on
+// whether integer (int64, int32) kernels compute it too. Those are the operators exact on
 // integers whose lane form is the same as for floats (no division, no
 // transcendental functions, no reductions), with integer numbers (alpha
 // too) as constants.
@@ -388,7 +390,7 @@ std::optional<PointwiseOp> lower(const Node& node) {
   const passes::TensorMetadata* out = tensor_meta(node);
   if (!out || out->is_quantized) return std::nullopt;
   const std::string name = ops->op + "." + ops->overload;
-  if (compute_type(out->dtype) || half_type(out->dtype)) {
+  if (compute_type(compute_of(out->dtype))) {
     auto rule = rules().find(name);
     if (rule == rules().end() || (c10::isIntegralType(out->dtype, false) && !rule->second.on_integers))
       return std::nullopt;
@@ -398,7 +400,7 @@ std::optional<PointwiseOp> lower(const Node& node) {
   if (out->dtype != c10::kBool) return std::nullopt;
   if (auto rule = comparisons().find(name); rule != comparisons().end()) {
     const std::optional<c10::ScalarType> compute = operand_type(node);
-    if (!compute || !(compute_type(*compute) || half_type(*compute))) return std::nullopt;
+    if (!compute || !compute_type(compute_of(*compute))) return std::nullopt;
     Builder b(node, *compute);
     return rule->second(b);
   }
