@@ -12,7 +12,8 @@
 // convolution); two chains of ten pointwise operators on 4M floats, one
 // arithmetic, one with a sigmoid and a tanh, beside the copy floor (x.clone(): one read and one write of the
 // tensor, as the fused kernel's); RMSNorm; gelu(x @ W + b) alone; and log_softmax + nll_loss, at
-// [512, 1000] and at a language model's vocabulary.
+// [512, 1000] and at a language model's vocabulary; a mean squared error
+// over 4M floats (a reduction over every dimension).
 // bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
@@ -241,7 +242,18 @@ int main(int argc, char** argv) try {
   program(
       "log_softmax + nll_loss [2048, 32000]", flags, *vocab_nll,
       [&](const Inputs& in) { return nll_fn(in[0].toTensor(), in[1].toTensor()); },
-      {vocab_logits, vocab_labels}, 1e-4, 1e-5, true, {}, 2);
+      {vocab_logits, vocab_labels}, 1e-4, 1e-5, false, {}, 2);
+  // A mean squared error: a reduction over every dimension after its prologue.
+  auto mse_fn = [](const at::Tensor& a, const at::Tensor& b) {
+    at::Tensor d = a - b;
+    return (d * d).mean();
+  };
+  auto mse =
+      fx::compile(fn([&](const auto& in) { return mse_fn(in[0].toTensor(), in[1].toTensor()); }), options);
+  program(
+      "((a - b)^2).mean() [4096, 1024]", flags, *mse,
+      [&](const Inputs& in) { return mse_fn(in[0].toTensor(), in[1].toTensor()); },
+      {big, torch::randn_like(big)}, 1e-4, 1e-5, true, {}, 2);
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

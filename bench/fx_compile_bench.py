@@ -41,6 +41,11 @@ def nll(logits, labels):
     return torch.nn.functional.nll_loss(torch.log_softmax(logits, -1), labels)
 
 
+def mse(a, b):
+    d = a - b
+    return (d * d).mean()
+
+
 def ten_inputs(*xs):
     y = xs[0]
     for i, x in enumerate(xs[1:], 1):
@@ -115,6 +120,8 @@ def main():
                     [torch.randn(512, 1000), torch.randint(1000, (512,))], 1e-4, 1e-5, batched=2),
             program("log_softmax + nll_loss [2048, 32000]", args.runs, nll,
                     [torch.randn(2048, 32000), torch.randint(32000, (2048,))], 1e-4, 1e-5, batched=2),
+            program("((a - b)^2).mean() [4096, 1024]", args.runs, mse,
+                    [torch.randn(4096, 1024), torch.randn(4096, 1024)], 1e-4, 1e-5, batched=2),
         ]
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 

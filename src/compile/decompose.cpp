@@ -1,6 +1,7 @@
 // Phase 1 of fx::compile: operators rewritten into the ones the lowering
 // fuses, as Inductor's decomposition table does: addmm's bias; reductions
-// over the last dimension without keepdim as ones with keepdim and a view;
+// over the last dimension without keepdim as ones with keepdim and a view,
+// and over several dimensions as one over the last and one over the rest;
 // softmax, log_softmax and layer_norm over the last dimension as reductions and
 // pointwise operators, which the scheduler puts back together as one row
 // kernel with what comes before and after them; nll_loss after log_softmax
@@ -9,6 +10,10 @@
 // lowering fuses nothing else, and ATen's own kernels are faster than the
 // pieces.
 #include "phases.h"
+
+#include <c10/util/accumulate.h>
+
+#include <algorithm>
 
 namespace fx::compile_detail {
 
@@ -305,6 +310,47 @@ bool reduction_without_keepdim(Graph& graph, Node* n) {
   return true;
 }
 
+// sum, mean, amax or amin over several dimensions, the last among them, or
+// over all of them (sum.default, mean.default), of a row-major value the
+// lowering fuses: first over the last dimension with keepdim, in the row
+// kernel of what it reduces, then over the rest by the same operator on
+// those partial results, an ATen call (the mean of row means is the mean:
+// the rows have one length). The kernel writes one value per row where it
+// would have written the whole tensor for ATen to read again. Only where
+// the rows are long enough for vector loads and many enough to share among
+// threads: ATen's own reduction of a few long rows runs on all of them.
+bool reduction_over_last_dims(Graph& graph, Node* n, const char* row_target) {
+  constexpr int64_t kMinRows = 16, kMinRowLength = 16;
+  const Args& args = n->args();
+  if (args.empty() || args.size() > 3 || !args[0].is_node()) return false;
+  for (const auto& [key, value] : n->kwargs())
+    if (key != "dtype" || !value.is_none()) return false;
+  Node* x = args[0].node();
+  const passes::TensorMetadata* m = tensor_meta(*x);
+  if (!m || !fusable_type(m->dtype) || m->shape.size() < 2 || m->stride != contiguous(*m).stride ||
+      !lower(*x))
+    return false;
+  const int64_t rank = static_cast<int64_t>(m->shape.size()), length = m->shape.back();
+  if (length < kMinRowLength || c10::multiply_integers(m->shape) / length < kMinRows) return false;
+  // The dimensions it reduces: all of them for an empty or absent list.
+  std::vector<bool> reduced(rank, true);
+  if (args.size() >= 2 && !args[1].is_none()) {
+    if (!args[1].is<List>()) return false;
+    const auto& dims = args[1].get<List>().items;
+    if (!dims.empty()) reduced.assign(rank, false);
+    for (const Argument& d : dims) {
+      if (!d.is<int64_t>()) return false;
+      const int64_t k = d.get<int64_t>() < 0 ? d.get<int64_t>() + rank : d.get<int64_t>();
+      if (k < 0 || k >= rank) return false;
+      reduced[k] = true;
+    }
+  }
+  // Over the last dimension alone it is a row kernel's reduction already.
+  if (!reduced.back() || std::count(reduced.begin(), reduced.end(), true) < 2) return false;
+  Emitter e(graph, n);
+  n->replace_input_with(x, e.call(row_target, {x, kLastDim, true}, per_row(*m)));
+  return true;
+}
 }  // namespace
 
 size_t decompose(Graph& graph) {
@@ -341,7 +387,11 @@ size_t decompose(Graph& graph) {
   for (const char* reduction : {"torch.ops.aten.sum.dim_IntList", "torch.ops.aten.mean.dim",
                                 "torch.ops.aten.amax.default", "torch.ops.aten.amin.default"})
     for (Node* n : graph.find_nodes(Op::call_function, Target(reduction)))
-      rewritten += reduction_without_keepdim(graph, n);
+      rewritten += reduction_without_keepdim(graph, n) || reduction_over_last_dims(graph, n, reduction);
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.sum.default")))
+    rewritten += reduction_over_last_dims(graph, n, "torch.ops.aten.sum.dim_IntList");
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.mean.default")))
+    rewritten += reduction_over_last_dims(graph, n, "torch.ops.aten.mean.dim");
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_layer_norm.default")))
     rewritten += layer_norm(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.native_batch_norm.default")))

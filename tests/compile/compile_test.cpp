@@ -897,6 +897,60 @@ TEST(Compile, AReductionWithoutKeepdimFusesWithWhatItReduces) {
   EXPECT_EQ(alone->report().extern_nodes, 1u);
 }
 
+// A reduction over several dimensions, the last among them, or over all of
+// them reduces each row in the kernel of what it reduces, which writes a
+// value per row; ATen reduces those.
+TEST(Compile, AReductionOverSeveralDimensionsReducesEachRowInItsKernel) {
+  auto fn = [](const at::Tensor& x) {
+    return std::make_tuple(((x - 0.5) * (x - 0.5)).mean(), x.exp().sum(), (x * 3.0).amax({0, 2}, true),
+                           x.sigmoid().amin({1, 2}), (x + 1.0).sum({-1, 0}), (x * x).mean({0, 1, 2}, true));
+  };
+  auto as_tuple = [&](const at::Tensor& x) {
+    auto [a, b, c, d, e, f] = fn(x);
+    return c10::ivalue::Tuple::create({a, b, c, d, e, f});
+  };
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    auto compiled = fx::compile(
+        [&](const std::vector<c10::IValue>& in) { return as_tuple(in[0].toTensor()); }, fresh_options());
+    at::Tensor x = torch::randn({8, 20, 32}, dtype);
+    auto got = run_compiled(*compiled, {x}).toTupleRef().elements();
+    auto want = as_tuple(x)->elements();
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE(i);
+      const at::Tensor g = got[i].toTensor(), w = want[i].toTensor();
+      ASSERT_EQ(g.sizes(), w.sizes());
+      EXPECT_EQ(g.scalar_type(), dtype);
+      EXPECT_TRUE(at::allclose(g, w, 1e-5, 1e-5)) << "max difference " << (g - w).abs().max().item<double>();
+    }
+    // Each prologue (x - 0.5 is computed once) and its reduction over rows
+    // are one kernel; the six reductions of the values per row they write
+    // stay ATen calls, each reading its kernel's.
+    const fx::CompileReport& report = compiled->report();
+    EXPECT_EQ(report.kernels, 6u);
+    EXPECT_EQ(report.fused_nodes, 13u);
+    size_t aten_reductions = 0;
+    for (fx::Node* node : compiled->compiled_graph().graph().nodes()) {
+      const std::string& t = node->target().str();
+      if (node->op() != fx::Op::call_function || t.rfind("fxcpp.compiled.", 0) == 0) continue;
+      if (t.find(".sum.") == std::string::npos && t.find(".mean.") == std::string::npos &&
+          t.find(".amax.") == std::string::npos && t.find(".amin.") == std::string::npos)
+        continue;
+      ++aten_reductions;
+      // They read a value per row, [8, 20, 1].
+      EXPECT_THAT(node->args()[0].node()->target().str(), testing::StartsWith("fxcpp.compiled.")) << t;
+    }
+    EXPECT_EQ(aten_reductions, 6u);
+  }
+  // Rows too short for vector loads, and a value that is not row-major
+  // (what a transposed input makes), stay ATen's reductions.
+  auto sum_all = [](const std::vector<c10::IValue>& in) { return (in[0].toTensor() * 2.0).sum(); };
+  for (at::Tensor x : {torch::randn({64, 8}), torch::randn({64, 64}).t()}) {
+    auto compiled = fx::compile(sum_all, fresh_options());
+    expect_close(run_compiled(*compiled, {x}).toTensor(), (x * 2.0).sum());
+    EXPECT_EQ(compiled->report().kernels, 0u);
+  }
+}
+
 // Traced models compiled as GraphModules: convolutions, batch norms and
 // matrix products stay ATen calls, what is around them fuses.
 void expect_compiled_model_matches(fx::Module& model, at::Tensor x, size_t min_kernels) {
