@@ -12,16 +12,20 @@
 #include <fx/runtime.h>
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
+#include <c10/util/SmallVector.h>
 #include <torch/nn/module.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 #include <unordered_set>
 
@@ -72,25 +76,33 @@ class KernelCall : public Callable {
     if (args.size() != n + 1 || !args.back().isIntList())
       throw Error(name_ + ": takes " + std::to_string(n) + " tensors and the shape it loops over, got " +
                   std::to_string(args.size()) + " arguments");
-    const std::vector<int64_t> shape = args.back().toIntVector();
-    std::vector<at::Tensor> in(n);
-    std::vector<std::vector<int64_t>> read(n);
+    // A call allocates nothing but its outputs: the sizes and strides go
+    // into this thread's vectors, which keep their capacity between calls.
+    thread_local Scratch scratch;
+    std::vector<int64_t>& shape = scratch.shape;
+    shape.clear();
+    for (const c10::IValue& d : args.back().toListRef()) shape.push_back(d.toInt());
+    c10::SmallVector<at::Tensor, 8> in(n);
+    std::vector<std::vector<int64_t>>& read = scratch.read;
+    read.resize(n);
     for (size_t i = 0; i < n; ++i) {
       if (!args[i].isTensor()) throw Error(name_ + ": input " + std::to_string(i) + " is not a tensor");
-      in[i] = args[i].toTensor();
+      in[i] = std::move(args[i]).toTensor();
       if (in[i].scalar_type() != types_.inputs[i] || !in[i].device().is_cpu())
         throw Error(name_ + ": input " + std::to_string(i) + " is " + c10::toString(in[i].scalar_type()) +
                     " on " + in[i].device().str() + "; the kernel takes a " +
                     fx::detail::repr_dtype(types_.inputs[i]) + " CPU tensor there");
-      auto s = cd::read_strides(in[i].sizes(), in[i].strides(), shape);
-      if (!s)
+      if (!cd::read_strides(in[i].sizes(), in[i].strides(), shape, read[i]))
         throw Error(name_ + ": input " + std::to_string(i) + " of sizes " + c10::str(in[i].sizes()) +
                     " does not broadcast to the kernel's shape " + c10::str(c10::IntArrayRef(shape)));
-      read[i] = row_major_ ? std::move(*s) : cd::permuted(*s, order_);
+      if (!row_major_) read[i] = cd::permuted(read[i], order_);
     }
-    const std::vector<int64_t> loop_shape = row_major_ ? shape : cd::permuted(shape, order_);
-    auto dims = cd::kernel_dims(form_, loop_shape, read);
-    if (!dims) {
+    const std::vector<int64_t> permuted_shape =
+        row_major_ ? std::vector<int64_t>() : cd::permuted(shape, order_);
+    const c10::IntArrayRef loop_shape =
+        row_major_ ? c10::IntArrayRef(shape) : c10::IntArrayRef(permuted_shape);
+    std::vector<int64_t>& dims = scratch.dims;
+    if (!cd::kernel_dims(form_, layout_, loop_shape, read, dims)) {
       // An ATen call chose another layout than at compile time: read
       // copies of the inputs, dense in the kernel's order.
       for (size_t i = 0; i < n; ++i) {
@@ -102,38 +114,44 @@ class KernelCall : public Callable {
         }
         read[i] = cd::permuted(*cd::read_strides(in[i].sizes(), in[i].strides(), shape), order_);
       }
-      dims = cd::kernel_dims(form_, loop_shape, read);
-      if (!dims)
+      if (!cd::kernel_dims(form_, layout_, loop_shape, read, dims))
         throw Error(name_ + ": its inputs at shape " + c10::str(c10::IntArrayRef(shape)) + " are not " +
                     (form_.baked.empty()
                          ? "laid out as the kernel was written for"
                          : "of the sizes and layout the kernel was built for (a static kernel)") +
                     "; compile again");
     }
-    std::vector<int64_t> per_row = shape;
-    if (!per_row.empty()) per_row.back() = 1;
     const size_t outputs = form_.full_outputs.size();
-    std::vector<at::Tensor> out(outputs);
+    c10::SmallVector<at::Tensor, 4> out(outputs);
     for (size_t o = 0; o < outputs; ++o) {
-      const auto options = at::TensorOptions().dtype(types_.outputs[o]);
       if (o == 0 && reuse && form_.full_outputs[0] && in[*reuse].scalar_type() == types_.outputs[0] &&
           owns_its_buffer(in[*reuse], shape)) {
         out[0] = in[*reuse];
         continue;
       }
-      out[o] = !form_.full_outputs[o] ? at::empty(per_row, options)
-               : row_major_           ? at::empty(shape, options)
-                                      : at::empty_strided(shape, cd::dense_strides(shape, order_), options);
+      // The kernel writes every element: ATen's empty on the CPU, without
+      // the dispatcher in between.
+      const at::ScalarType dtype = types_.outputs[o];
+      if (!form_.full_outputs[o]) {
+        std::vector<int64_t>& per_row = scratch.per_row;
+        per_row.assign(shape.begin(), shape.end());
+        if (!per_row.empty()) per_row.back() = 1;
+        out[o] = at::Tensor(at::detail::empty_cpu(per_row, dtype));
+      } else if (row_major_) {
+        out[o] = at::Tensor(at::detail::empty_cpu(shape, dtype));
+      } else {
+        out[o] = at::Tensor(at::detail::empty_strided_cpu(shape, cd::dense_strides(shape, order_), dtype));
+      }
     }
     if (types_.compute == at::kDouble)
-      run<double>(in, out, *dims);
+      run<double>(in, out, dims);
     else if (types_.compute == at::kLong)
-      run<int64_t>(in, out, *dims);
+      run<int64_t>(in, out, dims);
     else if (types_.compute == at::kInt)
-      run<int32_t>(in, out, *dims);
+      run<int32_t>(in, out, dims);
     else
-      run<float>(in, out, *dims);
-    if (out.size() == 1) return out[0];
+      run<float>(in, out, dims);
+    if (out.size() == 1) return std::move(out[0]);
     return c10::ivalue::Tuple::create(std::vector<c10::IValue>(out.begin(), out.end()));
   }
   std::string describe() const override { return "fx::compile kernel " + name_; }
@@ -145,13 +163,13 @@ class KernelCall : public Callable {
   // must also be the only tensor on its storage, cover all of it, and be
   // laid out as the output would be; otherwise a new output is allocated.
   template <class S>
-  void run(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+  void run(c10::ArrayRef<at::Tensor> in, c10::ArrayRef<at::Tensor> out,
            const std::vector<int64_t>& dims) const {
-    std::vector<const S*> in_ptrs(in.size());
+    c10::SmallVector<const S*, 16> in_ptrs(in.size());
     // A bool tensor's data is passed as an S pointer: the kernel reads and
     // writes it as bool (codegen_cpp.cpp's load_mask and store_mask).
     for (size_t i = 0; i < in.size(); ++i) in_ptrs[i] = static_cast<const S*>(in[i].const_data_ptr());
-    std::vector<S*> out_ptrs(out.size());
+    c10::SmallVector<S*, 4> out_ptrs(out.size());
     for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = static_cast<S*>(out[o].mutable_data_ptr());
     reinterpret_cast<KernelFn<S>>(fn_)(in_ptrs.data(), out_ptrs.data(), dims.data());
   }
@@ -163,50 +181,81 @@ class KernelCall : public Callable {
            cd::dense_order(t.sizes(), t.strides()) == order_;
   }
 
+  // A call's sizes and strides, one per thread (see call()).
+  struct Scratch {
+    std::vector<int64_t> shape, per_row, dims;
+    std::vector<std::vector<int64_t>> read;
+  };
+
   std::string name_;
   void* fn_;  // a KernelFn<S> of S the type of types_.compute
   KernelTypes types_;
   cd::KernelForm form_;
+  cd::DimsLayout layout_ = cd::dims_layout(form_);  // where its `dims` go
   std::vector<int64_t> order_;
   bool row_major_ = true;
 };
 
 // The guard of one call: what a specialization assumed about its inputs,
-// as bytes (compared on every call, so built without formatting).
-template <class T>
-void append(std::string& key, T v) {
-  key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
+// as bytes (compared on every call, so built without formatting). A walk
+// over the inputs puts them into a Sink: KeyWriter appends them to a key,
+// KeyMatcher compares them with a key in place, which lets a call that
+// repeats the last one's guard allocate and hash nothing.
+struct KeyWriter {
+  std::string& key;
+  template <class T>
+  void put(T v) {
+    key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void put_bytes(std::string_view b) { key += b; }
+};
+struct KeyMatcher {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  // Of a fixed size, which the compiler turns into one comparison.
+  template <class T>
+  void put(T v) {
+    ok = ok && static_cast<size_t>(end - p) >= sizeof v && std::memcmp(p, &v, sizeof v) == 0;
+    if (ok) p += sizeof v;
+  }
+  void put_bytes(std::string_view b) {
+    ok = ok && static_cast<size_t>(end - p) >= b.size() &&
+         (b.empty() || std::memcmp(p, b.data(), b.size()) == 0);
+    if (ok) p += b.size();
+  }
+};
 
-void guard_key(const c10::IValue& v, std::string& key, size_t index) {
+template <class Sink>
+void guard_key(const c10::IValue& v, Sink& key, size_t index) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
-    key += 'T';
-    append(key, static_cast<int8_t>(t.scalar_type()));
-    append(key, static_cast<int8_t>(t.device().type()));
-    append(key, static_cast<int8_t>(t.device().index()));
-    append(key, static_cast<int8_t>(t.requires_grad()));
-    append(key, static_cast<int32_t>(t.dim()));
-    for (int64_t d : t.sizes()) append(key, d);
-    for (int64_t s : t.strides()) append(key, s);
+    key.put('T');
+    key.put(static_cast<int8_t>(t.scalar_type()));
+    key.put(static_cast<int8_t>(t.device().type()));
+    key.put(static_cast<int8_t>(t.device().index()));
+    key.put(static_cast<int8_t>(t.requires_grad()));
+    key.put(static_cast<int32_t>(t.dim()));
+    for (c10::IntArrayRef a : {t.sizes(), t.strides()})
+      key.put_bytes(std::string_view(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(int64_t)));
   } else if (v.isInt()) {
-    key += 'i';
-    append(key, v.toInt());
+    key.put('i');
+    key.put(v.toInt());
   } else if (v.isDouble()) {
-    key += 'd';
-    append(key, v.toDouble());
+    key.put('d');
+    key.put(v.toDouble());
   } else if (v.isBool()) {
-    key += v.toBool() ? 'B' : 'b';
+    key.put(v.toBool() ? 'B' : 'b');
   } else if (v.isNone()) {
-    key += 'N';
+    key.put('N');
   } else if (v.isString()) {
-    key += 's';
-    append(key, v.toStringRef().size());
-    key += v.toStringRef();
+    key.put('s');
+    key.put(v.toStringRef().size());
+    key.put_bytes(v.toStringRef());
   } else if (v.isList() || v.isTuple()) {
     const auto items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
-    key += v.isList() ? 'L' : 'U';
-    append(key, items.size());
+    key.put(v.isList() ? 'L' : 'U');
+    key.put(items.size());
     for (const auto& item : items) guard_key(item, key, index);
   } else {
     throw Error("fx::compile: input " + std::to_string(index) + " is a " + python_type_name(v) +
@@ -214,12 +263,25 @@ void guard_key(const c10::IValue& v, std::string& key, size_t index) {
   }
 }
 
+template <class Sink>
+void guard_key(const std::vector<c10::IValue>& inputs, Sink& key) {
+  for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
+  key.put(at::GradMode::is_enabled() ? 'G' : 'g');
+}
+
 std::string guard_key(const std::vector<c10::IValue>& inputs) {
   std::string key;
   key.reserve(64 * inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
-  key += at::GradMode::is_enabled() ? 'G' : 'g';
+  KeyWriter writer{key};
+  guard_key(inputs, writer);
   return key;
+}
+
+// Whether `key` is the guard of `inputs`.
+bool guards(const std::string& key, const std::vector<c10::IValue>& inputs) {
+  KeyMatcher matcher{key.data(), key.data() + key.size()};
+  guard_key(inputs, matcher);
+  return matcher.ok && matcher.p == matcher.end;
 }
 
 bool any_requires_grad(const c10::IValue& v) {
@@ -598,6 +660,11 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
 
 std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     const std::vector<c10::IValue>& inputs, std::optional<c10::IValue>& captured_result) {
+  // Calls with one guard, one after another, are the common case.
+  if (!specializations_.empty() && guards(specializations_.front()->key, inputs)) {
+    if (specializations_.front()->compiled) last_ = specializations_.front();
+    return specializations_.front();
+  }
   const std::string key = guard_key(inputs);
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     specializations_.splice(specializations_.begin(), specializations_, it->second);  // most recent first

@@ -14,18 +14,25 @@
 
 namespace fx::compile_detail {
 
-std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                                                 c10::IntArrayRef shape) {
+bool read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::IntArrayRef shape,
+                  std::vector<int64_t>& s) {
   const size_t rank = shape.size(), in_rank = sizes.size();
-  if (in_rank > rank) return std::nullopt;
-  std::vector<int64_t> s(rank, 0);
+  if (in_rank > rank) return false;
+  s.assign(rank, 0);
   for (size_t d = rank - in_rank; d < rank; ++d) {
     const size_t k = d - (rank - in_rank);
     if (sizes[k] == shape[d] && shape[d] != 1)
       s[d] = strides[k];
     else if (sizes[k] != 1 && shape[d] != 1)
-      return std::nullopt;
+      return false;
   }
+  return true;
+}
+
+std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                                                 c10::IntArrayRef shape) {
+  std::vector<int64_t> s;
+  if (!read_strides(sizes, strides, shape, s)) return std::nullopt;
   return s;
 }
 
@@ -70,12 +77,11 @@ bool all_zero(const std::vector<int64_t>& s) {
   return true;
 }
 
-// Dense in the kernel's order: the strides of a contiguous tensor of
-// `shape`, but along dimensions of size 1.
-bool dense(const std::vector<int64_t>& s, c10::IntArrayRef shape) {
-  const c10::DimVector want = c10::contiguous_strides(shape);
+// Dense in the kernel's order: `contiguous`, the strides of a contiguous
+// tensor of `shape`, but along dimensions of size 1.
+bool dense(const std::vector<int64_t>& s, c10::IntArrayRef shape, c10::IntArrayRef contiguous) {
   for (size_t d = 0; d < s.size(); ++d)
-    if (shape[d] != 1 && s[d] != want[d]) return false;
+    if (shape[d] != 1 && s[d] != contiguous[d]) return false;
   return true;
 }
 
@@ -87,7 +93,8 @@ KernelForm kernel_form(bool row, c10::IntArrayRef shape, const std::vector<std::
   f.rank = shape.size();
   f.full_outputs = std::move(full_outputs);
   bool flat = true;
-  for (const auto& s : read) flat = flat && (all_zero(s) || dense(s, shape));
+  const c10::DimVector contiguous = c10::contiguous_strides(shape);
+  for (const auto& s : read) flat = flat && (all_zero(s) || dense(s, shape, contiguous));
   f.loop = row ? Loop::rows : flat || shape.empty() ? Loop::flat : Loop::nested;
   for (const auto& s : read) {
     f.scalar.push_back(all_zero(s));
@@ -116,39 +123,43 @@ DimsLayout dims_layout(const KernelForm& f) {
   return layout;
 }
 
-std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArrayRef shape,
-                                                const std::vector<std::vector<int64_t>>& read) {
-  if (shape.size() != f.rank || read.size() != f.scalar.size()) return std::nullopt;
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
+bool kernel_dims(const KernelForm& f, const DimsLayout& layout, c10::IntArrayRef shape,
+                 const std::vector<std::vector<int64_t>>& read, std::vector<int64_t>& dims) {
+  if (shape.size() != f.rank || read.size() != f.scalar.size()) return false;
+  const c10::DimVector contiguous = c10::contiguous_strides(shape);
   for (size_t k = 0; k < read.size(); ++k) {
     const bool scalar = all_zero(read[k]);
-    if (scalar != f.scalar[k]) return std::nullopt;
+    if (scalar != f.scalar[k]) return false;
     if (f.loop == Loop::flat) {
-      if (!scalar && !dense(read[k], shape)) return std::nullopt;
+      if (!scalar && !dense(read[k], shape, contiguous)) return false;
       continue;
     }
     for (size_t d = 0; d < f.rank; ++d)
-      if ((read[k][d] == 0) != f.zero[k][d]) return std::nullopt;
+      if ((read[k][d] == 0) != f.zero[k][d]) return false;
     // A contiguous last dimension is read with vector loads; any other
     // stride (but 0) is gathered, which works for 1 too.
-    if (f.loop != Loop::flat && f.inner_contiguous[k] && read[k].back() != 1) return std::nullopt;
+    if (f.loop != Loop::flat && f.inner_contiguous[k] && read[k].back() != 1) return false;
   }
-  std::vector<int64_t> dims{numel};
-  if (f.loop != Loop::flat) {
-    const DimsLayout layout = dims_layout(f);
-    const int64_t inner = shape.back();
+  if (f.loop == Loop::flat) {
+    dims.assign(1, c10::multiply_integers(shape));
+  } else {
     dims.assign(layout.size, 0);
     // The rows are counted from the other dimensions, not numel / inner:
     // rows of no elements still each get a value (a sum over none is 0).
     dims[0] = c10::multiply_integers(shape.begin(), shape.end() - 1);
-    dims[1] = inner;
+    dims[1] = shape.back();
     for (size_t d = 0; d < layout.shape.size(); ++d) dims[layout.shape[d]] = shape[d];
     for (size_t k = 0; k < read.size(); ++k)
       for (size_t d = 0; d < f.rank; ++d)
         if (layout.stride[k][d]) dims[*layout.stride[k][d]] = read[k][d];
   }
-  if (!f.baked.empty() && dims != f.baked) return std::nullopt;
+  return f.baked.empty() || dims == f.baked;
+}
+
+std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArrayRef shape,
+                                                const std::vector<std::vector<int64_t>>& read) {
+  std::vector<int64_t> dims;
+  if (!kernel_dims(f, dims_layout(f), shape, read, dims)) return std::nullopt;
   return dims;
 }
 

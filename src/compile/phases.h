@@ -167,6 +167,9 @@ struct KernelForm {
 // 0); nothing when it does not broadcast to `shape`.
 std::optional<std::vector<int64_t>> read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides,
                                                  c10::IntArrayRef shape);
+// The same into `s` (whose capacity a kernel call reuses); false for nothing.
+bool read_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::IntArrayRef shape,
+                  std::vector<int64_t>& s);
 // `v` in `order`: v[order[0]], v[order[1]], ...
 std::vector<int64_t> permuted(c10::IntArrayRef v, c10::IntArrayRef order);
 // The strides of a dense tensor of `shape` laid out in `order` (outermost
@@ -195,6 +198,10 @@ DimsLayout dims_layout(const KernelForm& form);
 // kernel, when they are not the sizes it was built for.
 std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::IntArrayRef shape,
                                                 const std::vector<std::vector<int64_t>>& read);
+// The same into `dims`, with the form's dims_layout computed once by the
+// caller (a kernel call, which reuses `dims`); false for nothing.
+bool kernel_dims(const KernelForm& form, const DimsLayout& layout, c10::IntArrayRef shape,
+                 const std::vector<std::vector<int64_t>>& read, std::vector<int64_t>& dims);
 
 // ---- codegen_cpp.cpp -------------------------------------------------------
 // One C++ source with an `extern "C" void <kernel.name>(const S* const* in,
