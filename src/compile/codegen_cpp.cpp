@@ -133,6 +133,9 @@ std::vector<int64_t> node_read_strides(const Node& in, const std::vector<int64_t
   return *s;
 }
 
+// The elements a kernel needs before its threads share them.
+constexpr int64_t kParallelWork = 32768;
+
 class KernelWriter {
  public:
   KernelWriter(const Kernel& k, const std::unordered_map<const Node*, PointwiseOp>& lowered, int threads,
@@ -194,7 +197,19 @@ class KernelWriter {
   // once the kernel has enough work to share.
   std::string parallel(const std::string& work, const char* construct = "parallel for") const {
     return std::string("#pragma omp ") + construct + " num_threads(" + std::to_string(threads_) + ") if(" +
-           work + " >= 32768)\n";
+           work + " >= " + std::to_string(kParallelWork) + ")\n";
+  }
+
+  // `loop` (statements over the kernel's outer index) shared among the
+  // threads where the kernel has enough work, else run by this thread
+  // outside any parallel region: entering one, even with OpenMP's if()
+  // false, costs libgomp about 1,250 instructions a call, more than a small
+  // kernel's loop. The loop calls a lambda, which the compiler inlines into
+  // both copies.
+  std::string shared_loop(const std::string& work, const std::string& loop) const {
+    return "  if (" + work + " >= " + std::to_string(kParallelWork) +
+           ") {\n#pragma omp parallel for num_threads(" + std::to_string(threads_) + ")\n" + loop +
+           "  } else {\n" + loop + "  }\n";
   }
 
   // The opening of the vector loop over `n` elements with index `var`, or,
@@ -254,27 +269,29 @@ class KernelWriter {
   // One loop over all elements: every input is dense in the kernel's order
   // or a single value.
   void write_flat(std::ostream& os) {
-    os << "  const int64_t kN = dims[0];\n" << parallel("kN");
-    for (const bool tail : {false, true}) {
-      os << vector_loop("  ", "kN", "i", tail);
-      body(os, "    ", "i", tail ? "kN % kStep" : "");
-      os << "  }\n";
-    }
+    os << "  const int64_t kN = dims[0];\n";
+    os << "  const auto vector_at = [&](const int64_t i) {\n";
+    body(os, "    ", "i", "");
+    os << "  };\n";
+    os << shared_loop("kN", "    for (int64_t i = 0; i < kN - kN % kStep; i += kStep) vector_at(i);\n");
+    os << vector_loop("  ", "kN", "i", true);
+    body(os, "    ", "i", "kN % kStep");
+    os << "  }\n";
   }
 
   // An outer loop over all dimensions but the last, an inner vector loop
   // over the last; each input's offset is computed once per outer step.
   void write_nested(std::ostream& os) {
     os << "  const int64_t kOuter = dims[0], kInner = dims[1];\n";
-    os << parallel("kOuter * kInner");
-    os << "  for (int64_t o = 0; o < kOuter; ++o) {\n";
+    os << "  const auto row = [&](const int64_t o) {\n";
     row_offsets(os);
     for (const bool tail : {false, true}) {
       os << vector_loop("    ", "kInner", "j", tail);
       body(os, "      ", "o * kInner + j", tail ? "kInner % kStep" : "");
       os << "    }\n";
     }
-    os << "  }\n";
+    os << "  };\n";
+    os << shared_loop("kOuter * kInner", "    for (int64_t o = 0; o < kOuter; ++o) row(o);\n");
   }
 
   // The index of row `o` in each dimension but the last, and each input's
