@@ -152,13 +152,14 @@ class KernelWriter {
     std::vector<bool> full;
     for (Node* out : k.outputs) full.push_back(!k.row || is_full(*out));
     form_ = kernel_form(k.row, loop_shape, strides_, std::move(full));
-    dims_ = *kernel_dims(form_, loop_shape, strides_);
-    if (!dynamic) form_.baked = dims_;
-    flat_ = form_.loop == Loop::flat;
     // Where the kernel reads its sizes and strides in `dims`: dims[0] is
     // the number of elements, or of rows and dims[1] the row's length; the
     // rest are where dims_layout puts them.
     const DimsLayout layout = dims_layout(form_);
+    if (!kernel_dims(form_, layout, loop_shape, strides_, dims_))
+      throw Error("fx::compile: the inputs of kernel " + k.name + " do not have the form made from them");
+    if (!dynamic) form_.baked = dims_;
+    flat_ = form_.loop == Loop::flat;
     auto name = [](size_t i) { return "dims[" + std::to_string(i) + "]"; };
     for (size_t i : layout.shape) shape_at_.push_back(name(i));
     for (const auto& strides : layout.stride) {

@@ -351,6 +351,7 @@ bool reduction_over_last_dims(Graph& graph, Node* n, const char* row_target) {
   n->replace_input_with(x, e.call(row_target, {x, kLastDim, true}, per_row(*m)));
   return true;
 }
+
 }  // namespace
 
 size_t decompose(Graph& graph) {

@@ -156,11 +156,4 @@ bool kernel_dims(const KernelForm& f, const DimsLayout& layout, c10::IntArrayRef
   return f.baked.empty() || dims == f.baked;
 }
 
-std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& f, c10::IntArrayRef shape,
-                                                const std::vector<std::vector<int64_t>>& read) {
-  std::vector<int64_t> dims;
-  if (!kernel_dims(f, dims_layout(f), shape, read, dims)) return std::nullopt;
-  return dims;
-}
-
 }  // namespace fx::compile_detail

@@ -192,14 +192,11 @@ struct DimsLayout {
   size_t size = 1;
 };
 DimsLayout dims_layout(const KernelForm& form);
-// The kernel's `dims` for `shape` and inputs read with `read`, as
-// dims_layout places them. Nothing when an input does not have the form
-// (another layout than the kernel was written for) or, for a static
-// kernel, when they are not the sizes it was built for.
-std::optional<std::vector<int64_t>> kernel_dims(const KernelForm& form, c10::IntArrayRef shape,
-                                                const std::vector<std::vector<int64_t>>& read);
-// The same into `dims`, with the form's dims_layout computed once by the
-// caller (a kernel call, which reuses `dims`); false for nothing.
+// Writes into `dims` the kernel's `dims` for `shape` and inputs read with
+// `read`, where `layout` (the form's dims_layout, which the caller keeps)
+// places them. False when an input does not have the form (another layout
+// than the kernel was written for) or, for a static kernel, when they are
+// not the sizes it was built for.
 bool kernel_dims(const KernelForm& form, const DimsLayout& layout, c10::IntArrayRef shape,
                  const std::vector<std::vector<int64_t>>& read, std::vector<int64_t>& dims);
 
