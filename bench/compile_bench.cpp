@@ -13,7 +13,8 @@
 // arithmetic, one with a sigmoid and a tanh, beside the copy floor (x.clone(): one read and one write of the
 // tensor, as the fused kernel's); RMSNorm; gelu(x @ W + b) alone; and log_softmax + nll_loss, at
 // [512, 1000] and at a language model's vocabulary; a mean squared error
-// over 4M floats (a reduction over every dimension).
+// over 4M floats (a reduction over every dimension); a training step of an
+// MLP classifier (forward, loss and backward: fx::compile_training_step).
 // bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
@@ -253,7 +254,25 @@ int main(int argc, char** argv) try {
   program(
       "((a - b)^2).mean() [4096, 1024]", flags, *mse,
       [&](const Inputs& in) { return mse_fn(in[0].toTensor(), in[1].toTensor()); },
-      {big, torch::randn_like(big)}, 1e-4, 1e-5, true, {}, 2);
+      {big, torch::randn_like(big)}, 1e-4, 1e-5, false, {}, 2);
+  // A training step: the forward, the cross-entropy and the backward of a
+  // classifier with batch norm, GELU and SiLU, its gradients added to
+  // .grad() on each call, as loss.backward() does on the eager side.
+  {
+    torch::AutoGradMode grad_mode(true);
+    torch::nn::Sequential classifier(torch::nn::Linear(784, 1024), torch::nn::BatchNorm1d(1024),
+                                     torch::nn::GELU(), torch::nn::Linear(1024, 1024), torch::nn::SiLU(),
+                                     torch::nn::Linear(1024, 10));
+    auto step_fn = [&](const Inputs& in) {
+      at::Tensor loss =
+          torch::nn::functional::cross_entropy(classifier->forward(in[0].toTensor()), in[1].toTensor());
+      loss.backward();
+      return loss;
+    };
+    auto step = fx::compile_training_step(*classifier, fn(step_fn), options);
+    program("training step: MLP classifier [256, 784]", flags, *step, step_fn,
+            {torch::randn({256, 784}), torch::randint(10, {256})}, 1e-4, 1e-5, true, {}, 2);
+  }
   std::printf("]}\n");
   std::filesystem::remove_all(options.cache_dir);
   return 0;

@@ -46,6 +46,16 @@ def mse(a, b):
     return (d * d).mean()
 
 
+def training_step(model):
+    """The forward, the cross-entropy and loss.backward(): torch.compile compiles the forward and the
+    backward (AOTAutograd), as fx::compile_training_step does."""
+    def step(x, labels):
+        loss = torch.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        return loss
+    return step
+
+
 def ten_inputs(*xs):
     y = xs[0]
     for i, x in enumerate(xs[1:], 1):
@@ -123,6 +133,10 @@ def main():
             program("((a - b)^2).mean() [4096, 1024]", args.runs, mse,
                     [torch.randn(4096, 1024), torch.randn(4096, 1024)], 1e-4, 1e-5, batched=2),
         ]
+    classifier = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.BatchNorm1d(1024), torch.nn.GELU(),
+                                     torch.nn.Linear(1024, 1024), torch.nn.SiLU(), torch.nn.Linear(1024, 10))
+    programs.append(program("training step: MLP classifier [256, 784]", args.runs, training_step(classifier),
+                            [torch.randn(256, 784), torch.randint(10, (256,))], 1e-4, 1e-5, batched=2))
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 
 

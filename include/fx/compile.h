@@ -6,7 +6,8 @@
 //   c10::IValue z = compiled->run({x});   // runs the compiled program
 //
 // Each call's inputs are checked against guards (dtype, device, sizes and
-// strides of each tensor, the value of each other input, grad mode). The
+// strides of each tensor, the value of each other input, grad mode, the
+// training flag of each module of the root). The
 // first call that fits no specialization captures the code on those inputs
 // (fx::capture, functionalized: the code runs eagerly once, and that run's
 // result is the call's, so that what it does to its inputs and buffers is
@@ -25,9 +26,11 @@
 // have the same form, which they do unless a dimension becomes 1 or an
 // input's layout changes. So one built kernel serves every size.
 //
-// Training is not compiled yet: while grad mode is on and an input or a
-// parameter requires grad, run() calls the original code, so that autograd
-// sees every operator. Run under torch::NoGradGuard or c10::InferenceMode.
+// A forward that autograd must see is not compiled: while grad mode is on
+// and an input or a parameter requires grad, run() calls the original code.
+// Run inference under torch::NoGradGuard or c10::InferenceMode. A training
+// step (forward, loss and backward together) compiles with
+// compile_training_step.
 
 #include <fx/capture.h>
 #include <fx/codegen/cpp_export.h>
@@ -85,7 +88,8 @@ struct CompileReport {
 class CompiledModule {
  public:
   using Function = CaptureFunction;
-  CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options);
+  // training_step: fn is a training step of root (compile_training_step).
+  CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options, bool training_step = false);
   ~CompiledModule();
   CompiledModule(const CompiledModule&) = delete;
   CompiledModule& operator=(const CompiledModule&) = delete;
@@ -144,6 +148,12 @@ class CompiledModule {
   torch::nn::Module* root_;
   Function fn_;
   CompileOptions options_;
+  bool training_step_;
+  // What the guard reads besides the inputs: root and its submodules (their
+  // training flags) and, in a training step, root's parameters (whether
+  // each requires grad), as they were when compile() was called.
+  std::vector<const torch::nn::Module*> modules_;
+  std::vector<at::Tensor> parameters_;
   mutable std::mutex mu_;                                       // guards what follows
   std::list<std::shared_ptr<Specialization>> specializations_;  // the most recently used first
   std::unordered_map<std::string, std::list<std::shared_ptr<Specialization>>::iterator> by_key_;
@@ -156,6 +166,19 @@ class CompiledModule {
 // as get_attr nodes named by path). `root` must outlive the result.
 std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn,
                                         CompileOptions options = {});
+// Compiles a training step of `root`: `step` runs the forward and the loss
+// and calls loss.backward() (the optimizer and zero_grad stay outside it).
+// The forward and the backward are captured as one ATen graph
+// (fx::capture_training_step) and compiled together: the backward's
+// pointwise operators fuse as the forward's do. Each run() computes the step
+// with no autograd graph, adds the gradients to the .grad() of root's
+// parameters as loss.backward() would, and returns what `step` returns (its
+// tensors without autograd history). Grad mode must be on. The guard
+// includes which parameters require grad and each module's training flag,
+// so freezing a parameter or switching to eval() compiles again. `root`
+// must outlive the result.
+std::unique_ptr<CompiledModule> compile_training_step(torch::nn::Module& root, CaptureFunction step,
+                                                      CompileOptions options = {});
 // Compiles a function of tensors alone.
 std::unique_ptr<CompiledModule> compile(CaptureFunction fn, CompileOptions options = {});
 // Compiles a GraphModule (torch-level or ATen-level); `gm` must outlive the

@@ -263,25 +263,88 @@ void guard_key(const c10::IValue& v, Sink& key, size_t index) {
   }
 }
 
+// What a capture assumed about the module besides the inputs: each
+// module's training flag (dropout and batch norm capture differently in
+// each mode) and, for a training step, which parameters require grad
+// (those are the gradients its graph computes).
+struct ModuleState {
+  const std::vector<const torch::nn::Module*>& modules;
+  const std::vector<at::Tensor>& parameters;  // a training step's; empty otherwise
+};
+
 template <class Sink>
-void guard_key(const std::vector<c10::IValue>& inputs, Sink& key) {
+void guard_key(const std::vector<c10::IValue>& inputs, const ModuleState& state, Sink& key) {
   for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
   key.put(at::GradMode::is_enabled() ? 'G' : 'g');
+  for (const torch::nn::Module* m : state.modules) key.put(m->is_training() ? 'M' : 'm');
+  for (const at::Tensor& p : state.parameters) key.put(p.requires_grad() ? 'P' : 'p');
 }
 
-std::string guard_key(const std::vector<c10::IValue>& inputs) {
+std::string guard_key(const std::vector<c10::IValue>& inputs, const ModuleState& state) {
   std::string key;
-  key.reserve(64 * inputs.size());
+  key.reserve(64 * inputs.size() + state.modules.size() + state.parameters.size());
   KeyWriter writer{key};
-  guard_key(inputs, writer);
+  guard_key(inputs, state, writer);
   return key;
 }
 
-// Whether `key` is the guard of `inputs`.
-bool guards(const std::string& key, const std::vector<c10::IValue>& inputs) {
+// Whether `key` is the guard of `inputs` and the module's state.
+bool guards(const std::string& key, const std::vector<c10::IValue>& inputs, const ModuleState& state) {
   KeyMatcher matcher{key.data(), key.data() + key.size()};
-  guard_key(inputs, matcher);
+  guard_key(inputs, state, matcher);
   return matcher.ok && matcher.p == matcher.end;
+}
+
+// The module and its submodules, as pointers: the guard reads their flags
+// at every call.
+std::vector<const torch::nn::Module*> module_tree(torch::nn::Module* root) {
+  std::vector<const torch::nn::Module*> out;
+  if (!root) return out;
+  out.push_back(root);
+  // modules(include_self=false): the root need not be held by a shared_ptr.
+  for (const auto& m : root->modules(/*include_self=*/false)) out.push_back(m.get());
+  return out;
+}
+
+// Adds a training step's gradients (path -> tensor) to the .grad() of
+// root's parameters, as loss.backward() does: a parameter without one takes
+// the tensor when nothing else holds it and it is laid out as the
+// parameter, a copy so laid out otherwise; one with a gradient adds to it
+// in place.
+void accumulate_gradients(torch::nn::Module& root, const c10::impl::GenericDict& grads) {
+  at::NoGradGuard no_grad;
+  auto parameters = root.named_parameters(/*recurse=*/true);
+  std::vector<std::pair<at::Tensor, at::Tensor>> pairs;
+  for (const auto& entry : grads) {
+    const std::string& path = entry.key().toStringRef();
+    at::Tensor* p = parameters.find(path);
+    if (!p)
+      throw Error(
+          "fx::compile_training_step: the step computed a gradient for '" + path +
+          "', which is no parameter of the module any more; compile the step again for the new module");
+    pairs.emplace_back(*p, entry.value().toTensor());
+  }
+  for (auto& [p, g] : pairs) {
+    if (p.grad().defined()) {
+      p.mutable_grad().add_(g);
+    } else if (g.storage().use_count() == 1 && g.strides() == p.strides() &&
+               g.is_non_overlapping_and_dense()) {
+      p.mutable_grad() = g.detach();  // no other tensor shares its memory
+    } else {
+      p.mutable_grad() = at::empty_like(p).copy_(g);
+    }
+  }
+}
+
+// A training step's result and gradients, as its graph returns them.
+c10::IValue step_result(torch::nn::Module& root, const c10::IValue& out) {
+  if (!out.isTuple() || out.toTupleRef().elements().size() != 2 ||
+      !out.toTupleRef().elements()[1].isGenericDict())
+    throw Error("fx::compile_training_step: the compiled step returned a " + python_type_name(out) +
+                ", not its (result, gradients) pair");
+  const auto& items = out.toTupleRef().elements();
+  accumulate_gradients(root, items[1].toGenericDict());
+  return items[0];
 }
 
 bool any_requires_grad(const c10::IValue& v) {
@@ -589,8 +652,16 @@ namespace {
 struct TooManyPrograms {};
 }  // namespace
 
-CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options)
-    : root_(root), fn_(std::move(fn)), options_(std::move(options)) {
+CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOptions options,
+                               bool training_step)
+    : root_(root),
+      fn_(std::move(fn)),
+      options_(std::move(options)),
+      training_step_(training_step),
+      modules_(module_tree(root)) {
+  if (training_step_ && !root_)
+    throw Error("fx::compile_training_step: the step needs the module whose parameters it trains");
+  if (training_step_) parameters_ = root_->parameters(/*recurse=*/true);
   if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
   if (options_.compiler.empty()) options_.compiler = default_compiler();
   if (options_.debug_dir.empty()) options_.debug_dir = env("FXCPP_COMPILE_DEBUG");
@@ -636,7 +707,11 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
-  if (at::GradMode::is_enabled()) {
+  if (training_step_ && !at::GradMode::is_enabled())
+    throw Error(
+        "fx::compile_training_step: called with grad mode off (a NoGradGuard); the step runs "
+        "loss.backward(), which needs it");
+  if (!training_step_ && at::GradMode::is_enabled()) {
     bool grad = false;
     for (const auto& v : inputs) grad = grad || any_requires_grad(v);
     if (root_)
@@ -651,21 +726,30 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   }
   // Capturing ran the code on these inputs: that run is this call's, and
   // running it again would repeat what it did to its inputs and buffers.
-  if (captured_result) return std::move(*captured_result);
+  if (captured_result)
+    return training_step_ ? step_result(*root_, *captured_result) : std::move(*captured_result);
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
   if (!s->compiled) return fn_(inputs);
-  return s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
+  if (!training_step_) return s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
+  // The graph computes the gradients itself: autograd records none of it.
+  c10::IValue out;
+  {
+    at::NoGradGuard no_grad;
+    out = s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
+  }
+  return step_result(*root_, out);
 }
 
 std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     const std::vector<c10::IValue>& inputs, std::optional<c10::IValue>& captured_result) {
   // Calls with one guard, one after another, are the common case.
-  if (!specializations_.empty() && guards(specializations_.front()->key, inputs)) {
+  if (!specializations_.empty() &&
+      guards(specializations_.front()->key, inputs, ModuleState{modules_, parameters_})) {
     if (specializations_.front()->compiled) last_ = specializations_.front();
     return specializations_.front();
   }
-  const std::string key = guard_key(inputs);
+  const std::string key = guard_key(inputs, ModuleState{modules_, parameters_});
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     specializations_.splice(specializations_.begin(), specializations_, it->second);  // most recent first
     if ((*it->second)->compiled) last_ = *it->second;
@@ -688,11 +772,22 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     for (size_t i = 0, k = 0; i < all.size() && k < in.size(); ++i)
       if (graph_input(all[i])) all[i] = in[k++];
     c10::IValue out = fn_(all);
-    if (!captured_result) captured_result = out;
+    if (!captured_result) {
+      captured_result = out;
+      // A training step's capture gives the parameters back their
+      // gradients afterwards: keep this step's, which the call adds to them.
+      if (training_step_) {
+        c10::impl::GenericDict grads(c10::StringType::get(), c10::TensorType::get());
+        for (const auto& p : root_->named_parameters(/*recurse=*/true))
+          if (p.value().grad().defined()) grads.insert(p.key(), p.value().grad());
+        captured_result = c10::ivalue::Tuple::create({out, grads});
+      }
+    }
     return out;
   };
-  s->captured = root_ ? capture(*root_, recorded, tensors, capture_options)
-                      : capture(recorded, tensors, capture_options);
+  s->captured = training_step_ ? capture_training_step(*root_, recorded, tensors, capture_options)
+                : root_        ? capture(*root_, recorded, tensors, capture_options)
+                               : capture(recorded, tensors, capture_options);
   phase.emplace_back("capture", ms_since(t));
   std::vector<GraphSource> sources;
   // A program (a kernel source) this module has built serves every size
@@ -750,6 +845,11 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
 
 std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction fn, CompileOptions options) {
   return std::make_unique<CompiledModule>(&root, std::move(fn), std::move(options));
+}
+
+std::unique_ptr<CompiledModule> compile_training_step(torch::nn::Module& root, CaptureFunction step,
+                                                      CompileOptions options) {
+  return std::make_unique<CompiledModule>(&root, std::move(step), std::move(options), /*training_step=*/true);
 }
 
 std::unique_ptr<CompiledModule> compile(CaptureFunction fn, CompileOptions options) {

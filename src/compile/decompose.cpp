@@ -6,7 +6,8 @@
 // pointwise operators, which the scheduler puts back together as one row
 // kernel with what comes before and after them; nll_loss after log_softmax
 // as a logsumexp per row and a gather; batch norm in eval mode as
-// pointwise operators. Only float32 and float64 are rewritten: the
+// pointwise operators; the backward of softmax and log_softmax as a row
+// reduction and pointwise operators. Only float32 and float64 are rewritten: the
 // lowering fuses nothing else, and ATen's own kernels are faster than the
 // pieces.
 #include "phases.h"
@@ -76,6 +77,39 @@ bool softmax(Graph& graph, Node* n, bool log) {
   Node* out = log ? e.call("torch.ops.aten.sub.Tensor",
                            {shifted, e.call("torch.ops.aten.log.default", {sum}, row)}, full)
                   : e.call("torch.ops.aten.div.Tensor", {exp, sum}, full);
+  n->replace_all_uses_with(out);
+  graph.erase_node(n);
+  return true;
+}
+
+// The backward of softmax and log_softmax over the last dimension, as a
+// training step captures it, with y the forward's result and g the
+// gradient: _softmax_backward_data is y * g - y * sum(y * g), and
+// _log_softmax_backward_data is g - exp(y) * sum(g), each sum over the row
+// (keepdim): one row kernel with what computes g.
+bool softmax_backward(Graph& graph, Node* n, bool log) {
+  const Args& args = n->args();
+  if (args.size() != 4 || !args[0].is_node() || !args[3].is<c10::ScalarType>()) return false;
+  const passes::TensorMetadata* m = last_dim_float(args[1], args[2]);
+  const passes::TensorMetadata* g = tensor_meta(*args[0].node());
+  if (!m || !g || g->dtype != m->dtype || g->shape != m->shape || args[3].get<c10::ScalarType>() != m->dtype)
+    return false;
+  Emitter e(graph, n);
+  const passes::TensorMetadata full = contiguous(*m), row = per_row(*m);
+  Node* y = args[1].node();
+  Node* grad = args[0].node();
+  Node* out;
+  if (log) {
+    Node* sum = e.call("torch.ops.aten.sum.dim_IntList", {grad, kLastDim, true}, row);
+    Node* p = e.call("torch.ops.aten.exp.default", {y}, full);
+    out = e.call("torch.ops.aten.sub.Tensor", {grad, e.call("torch.ops.aten.mul.Tensor", {p, sum}, full)},
+                 full);
+  } else {
+    Node* yg = e.call("torch.ops.aten.mul.Tensor", {y, grad}, full);
+    Node* sum = e.call("torch.ops.aten.sum.dim_IntList", {yg, kLastDim, true}, row);
+    out =
+        e.call("torch.ops.aten.sub.Tensor", {yg, e.call("torch.ops.aten.mul.Tensor", {y, sum}, full)}, full);
+  }
   n->replace_all_uses_with(out);
   graph.erase_node(n);
   return true;
@@ -385,6 +419,11 @@ size_t decompose(Graph& graph) {
     rewritten += softmax(graph, n, false);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax.default")))
     rewritten += softmax(graph, n, true);
+  for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._softmax_backward_data.default")))
+    rewritten += softmax_backward(graph, n, false);
+  for (Node* n :
+       graph.find_nodes(Op::call_function, Target("torch.ops.aten._log_softmax_backward_data.default")))
+    rewritten += softmax_backward(graph, n, true);
   for (const char* reduction : {"torch.ops.aten.sum.dim_IntList", "torch.ops.aten.mean.dim",
                                 "torch.ops.aten.amax.default", "torch.ops.aten.amin.default"})
     for (Node* n : graph.find_nodes(Op::call_function, Target(reduction)))

@@ -241,6 +241,78 @@ std::optional<PointwiseOp> leaky_relu(Builder& b) {
   return b.done("V::blendv(" + x + " * " + vec_constant(*slope) + ", " + x + ", " + x + " > V(S(0.0)))");
 }
 
+// The backward of pointwise activations, as a training step captures it:
+// grad_output ({0}) times the derivative at self, or at the forward's
+// result where the operator takes that, with ATen's formulas and its
+// comparisons (which decide what a NaN self gets).
+std::optional<PointwiseOp> threshold_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), x = b.operand(1, "self"), t = b.operand(2, "threshold");
+  if (g.empty() || x.empty() || t.empty()) return std::nullopt;
+  return b.done("V::blendv(" + g + ", V(S(0.0)), (" + x + " <= " + t + "))");
+}
+
+std::optional<PointwiseOp> hardtanh_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), x = b.operand(1, "self");
+  std::string lo = b.operand(2, "min_val"), hi = b.operand(3, "max_val");
+  if (g.empty() || x.empty() || lo.empty() || hi.empty()) return std::nullopt;
+  // The gradient passes strictly inside (min_val, max_val): a NaN self
+  // gets 0, as in ATen's vector loop.
+  return b.done("V::blendv(V(S(0.0)), " + g + ", ((" + x + " > " + lo + ") & (" + x + " < " + hi + ")))");
+}
+
+std::optional<PointwiseOp> leaky_relu_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), x = b.operand(1, "self"),
+              slope = b.operand(2, "negative_slope");
+  if (g.empty() || x.empty() || slope.empty()) return std::nullopt;
+  return b.done("V::blendv(" + g + " * " + slope + ", " + g + ", (" + x + " > V(S(0.0))))");
+}
+
+// gelu_backward(grad_output, self, approximate): grad * (cdf(x) + x * pdf(x)),
+// or the derivative of the tanh form.
+std::optional<PointwiseOp> gelu_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), x = b.operand(1, "self");
+  if (g.empty() || x.empty()) return std::nullopt;
+  const Argument* a = b.arg(2, "approximate");
+  const std::string approximate = a && a->is<std::string>() ? a->get<std::string>() : "none";
+  if (approximate == "none") {
+    const std::string cdf = "(V(S(0.5)) * (V(S(1.0)) + (" + x + " * V(S(0.70710678118654752))).erf()))";
+    const std::string pdf = "(V(S(0.3989422804014327)) * (V(S(-0.5)) * " + x + " * " + x + ").exp())";
+    return b.done("(" + g + " * (" + cdf + " + " + x + " * " + pdf + "))");
+  }
+  if (approximate == "tanh") {
+    const std::string beta = "V(S(0.79788456080286536))", kappa = "V(S(0.044715))";
+    const std::string t =
+        "(" + beta + " * (" + x + " + " + kappa + " * " + x + " * " + x + " * " + x + ")).tanh()";
+    const std::string left = "(V(S(0.5)) * (V(S(1.0)) + " + t + "))";
+    const std::string right = "(V(S(0.5)) * " + x + " * (V(S(1.0)) - " + t + " * " + t + ") * " + beta +
+                              " * (V(S(1.0)) + V(S(0.134145)) * " + x + " * " + x + "))";
+    return b.done("(" + g + " * (" + left + " + " + right + "))");
+  }
+  return std::nullopt;
+}
+
+// silu_backward(grad_output, self): grad * s * (1 + x * (1 - s)), s = sigmoid(x).
+std::optional<PointwiseOp> silu_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), x = b.operand(1, "self");
+  if (g.empty() || x.empty()) return std::nullopt;
+  const std::string s = "(V(S(1.0)) / (V(S(1.0)) + " + x + ".neg().exp()))";
+  return b.done("(" + g + " * " + s + " * (V(S(1.0)) + " + x + " * (V(S(1.0)) - " + s + ")))");
+}
+
+// sigmoid_backward(grad_output, output) and tanh_backward(grad_output,
+// output) take the forward's result y: grad * y * (1 - y), grad * (1 - y * y).
+std::optional<PointwiseOp> sigmoid_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), y = b.operand(1, "output");
+  if (g.empty() || y.empty()) return std::nullopt;
+  return b.done("(" + g + " * (V(S(1.0)) - " + y + ") * " + y + ")");
+}
+
+std::optional<PointwiseOp> tanh_backward(Builder& b) {
+  std::string g = b.operand(0, "grad_output"), y = b.operand(1, "output");
+  if (g.empty() || y.empty()) return std::nullopt;
+  return b.done("(" + g + " * (V(S(1.0)) - " + y + " * " + y + "))");
+}
+
 // sum/mean(self, dim, keepdim, *, dtype=None) and amax/amin(self, dim,
 // keepdim) over the last dimension only, with keepdim: a value per row,
 // which a row kernel computes in one pass over the row.
@@ -332,6 +404,13 @@ const std::map<std::string, Lowering, std::less<>>& rules() {
       {"clamp_min.default", {clamp("min", nullptr)}},
       {"clamp_max.default", {clamp(nullptr, "max")}},
       {"hardtanh.default", {clamp("min_val", "max_val", -1.0, 1.0)}},
+      {"threshold_backward.default", {threshold_backward}},
+      {"hardtanh_backward.default", {hardtanh_backward}},
+      {"leaky_relu_backward.default", {leaky_relu_backward}},
+      {"gelu_backward.default", {gelu_backward}},
+      {"silu_backward.default", {silu_backward}},
+      {"sigmoid_backward.default", {sigmoid_backward}},
+      {"tanh_backward.default", {tanh_backward}},
       {"sum.dim_IntList", {reduce(Reduction::sum, true)}},
       {"mean.dim", {reduce(Reduction::mean, true)}},
       {"amax.default", {reduce(Reduction::amax, false)}},
