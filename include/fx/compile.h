@@ -173,7 +173,9 @@ std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction
 // pointwise operators fuse as the forward's do. Each run() computes the step
 // with no autograd graph, adds the gradients to the .grad() of root's
 // parameters as loss.backward() would, and returns what `step` returns (its
-// tensors without autograd history). Grad mode must be on. The guard
+// tensors without autograd history). Grad mode must be on; a call whose
+// inputs require grad runs `step` as it is (the graph gives the parameters'
+// gradients only). The guard
 // includes which parameters require grad and each module's training flag,
 // so freezing a parameter or switching to eval() compiles again. `root`
 // must outlive the result.

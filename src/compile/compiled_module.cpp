@@ -306,11 +306,18 @@ std::vector<const torch::nn::Module*> module_tree(torch::nn::Module* root) {
   return out;
 }
 
+// Whether no tensor but `t` (and its base, held by `t` alone, when it is
+// a view) reads or writes its memory.
+bool alone_in_its_memory(const at::Tensor& t) {
+  if (!t.is_view()) return t.storage().use_count() == 1;
+  return t.storage().use_count() == 2 && t._base().use_count() == 1;
+}
+
 // Adds a training step's gradients (path -> tensor) to the .grad() of
 // root's parameters, as loss.backward() does: a parameter without one takes
-// the tensor when nothing else holds it and it is laid out as the
-// parameter, a copy so laid out otherwise; one with a gradient adds to it
-// in place.
+// the tensor's memory when nothing else holds it and it is laid out as the
+// parameter (no copy), a copy so laid out otherwise; one with a gradient
+// adds to it in place.
 void accumulate_gradients(torch::nn::Module& root, const c10::impl::GenericDict& grads) {
   at::NoGradGuard no_grad;
   auto parameters = root.named_parameters(/*recurse=*/true);
@@ -327,9 +334,11 @@ void accumulate_gradients(torch::nn::Module& root, const c10::impl::GenericDict&
   for (auto& [p, g] : pairs) {
     if (p.grad().defined()) {
       p.mutable_grad().add_(g);
-    } else if (g.storage().use_count() == 1 && g.strides() == p.strides() &&
-               g.is_non_overlapping_and_dense()) {
-      p.mutable_grad() = g.detach();  // no other tensor shares its memory
+    } else if (alone_in_its_memory(g) && g.strides() == p.strides() && g.is_non_overlapping_and_dense()) {
+      // The same memory in a tensor that is no view: g's base (a matrix
+      // product's result, of which g is a transpose of a transpose) dies with g.
+      p.mutable_grad() =
+          at::empty({0}, g.options()).set_(g.storage(), g.storage_offset(), g.sizes(), g.strides());
     } else {
       p.mutable_grad() = at::empty_like(p).copy_(g);
     }
@@ -583,6 +592,13 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
         map[k.outputs[o]] = g->call_function("operator.getitem", {call, static_cast<int64_t>(o)});
     }
   }
+  // A tensor of one number that only kernels read is a constant in them
+  // (lower.cpp): nothing reads its `full` any more.
+  for (Node* n : g->find_nodes(Op::call_function, Target("torch.ops.aten.full.default")))
+    if (n->num_users() == 0) {
+      g->erase_node(n);
+      --report.extern_nodes;
+    }
   for (const auto& [call, k, form] : kernel_calls) cd::mark_reuse(*call, *k, *form);
   cd::sink_weight_computations(*g);
   g->set_pytree_info(graph.pytree_info());
@@ -711,6 +727,12 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
     throw Error(
         "fx::compile_training_step: called with grad mode off (a NoGradGuard); the step runs "
         "loss.backward(), which needs it");
+  // The graph of a training step gives the gradients of root's parameters
+  // only: a step whose inputs require grad too runs as it is.
+  if (training_step_) {
+    for (const auto& v : inputs)
+      if (any_requires_grad(v)) return fn_(inputs);
+  }
   if (!training_step_ && at::GradMode::is_enabled()) {
     bool grad = false;
     for (const auto& v : inputs) grad = grad || any_requires_grad(v);

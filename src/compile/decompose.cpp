@@ -7,7 +7,8 @@
 // kernel with what comes before and after them; nll_loss after log_softmax
 // as a logsumexp per row and a gather; batch norm in eval mode as
 // pointwise operators; the backward of softmax and log_softmax as a row
-// reduction and pointwise operators. Only float32 and float64 are rewritten: the
+// reduction and pointwise operators; a tensor of one number as `full`,
+// which a kernel reads as that number. Only float32 and float64 are rewritten: the
 // lowering fuses nothing else, and ATen's own kernels are faster than the
 // pieces.
 #include "phases.h"
@@ -112,6 +113,52 @@ bool softmax_backward(Graph& graph, Node* n, bool log) {
   }
   n->replace_all_uses_with(out);
   graph.erase_node(n);
+  return true;
+}
+
+// A tensor every element of which is one number: `fill(empty_like(x), v)`
+// (which a backward's `1 - sigmoid(x)` is captured as), ones_like,
+// zeros_like, full_like. Made by `full` instead, it reads no x: x may then
+// stay inside a kernel, and a kernel that reads the tensor takes the
+// number as a constant (lower.cpp), so that the tensor is never made.
+std::optional<double> constant_value(const Node& n) {
+  if (n.args().empty()) return std::nullopt;
+  const std::string& t = n.target().str();
+  auto number = [](const Argument& a) -> std::optional<double> {
+    if (a.is<double>()) return a.get<double>();
+    if (a.is<int64_t>()) return static_cast<double>(a.get<int64_t>());
+    return std::nullopt;
+  };
+  if (t == "torch.ops.aten.fill.Scalar" && n.args().size() == 2) {
+    const Node* like = n.args()[0].node();
+    if (!like || like->target() != "torch.ops.aten.empty_like.default" || like->num_users() != 1)
+      return std::nullopt;
+    return number(n.args()[1]);
+  }
+  if (t == "torch.ops.aten.ones_like.default") return 1.0;
+  if (t == "torch.ops.aten.zeros_like.default") return 0.0;
+  if (t == "torch.ops.aten.full_like.default" && n.args().size() >= 2) return number(n.args()[1]);
+  return std::nullopt;
+}
+
+// fx::compile's kernels are CPU's, and so is `full`'s tensor when an ATen
+// call reads it.
+bool constant_tensor(Graph& graph, Node* n) {
+  const std::optional<double> value = constant_value(*n);
+  const passes::TensorMetadata* m = tensor_meta(*n);
+  if (!value || !m || !fusable_type(m->dtype) || m->stride != contiguous(*m).stride) return false;
+  std::vector<Argument> shape(m->shape.begin(), m->shape.end());
+  Node* full;
+  {
+    auto at = graph.inserting_before(n);
+    full = graph.call_function(Target("torch.ops.aten.full.default"), {list(std::move(shape)), *value},
+                               {{"dtype", m->dtype}});
+  }
+  full->meta().set("tensor_meta", *m);
+  n->replace_all_uses_with(full);
+  Node* like = n->target() == "torch.ops.aten.fill.Scalar" ? n->args()[0].node() : nullptr;
+  graph.erase_node(n);
+  if (like) graph.erase_node(like);
   return true;
 }
 
@@ -413,6 +460,9 @@ size_t decompose(Graph& graph) {
     graph.erase_node(n);
     ++rewritten;
   }
+  for (const char* maker : {"torch.ops.aten.fill.Scalar", "torch.ops.aten.ones_like.default",
+                            "torch.ops.aten.zeros_like.default", "torch.ops.aten.full_like.default"})
+    for (Node* n : graph.find_nodes(Op::call_function, Target(maker))) rewritten += constant_tensor(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten.nll_loss_forward.default")))
     rewritten += log_softmax_nll_loss(graph, n);
   for (Node* n : graph.find_nodes(Op::call_function, Target("torch.ops.aten._softmax.default")))

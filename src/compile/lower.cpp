@@ -72,6 +72,15 @@ std::string int_constant(int64_t value) {
   return "V(S(" + std::to_string(value) + "))";
 }
 
+// The number `n` fills its tensor with, when it is `full(size, number)`.
+std::optional<double> filled_with(const Node& n) {
+  if (n.target() != "torch.ops.aten.full.default" || n.args().size() != 2) return std::nullopt;
+  const Argument& v = n.args()[1];
+  if (v.is<double>()) return v.get<double>();
+  if (v.is<int64_t>()) return static_cast<double>(v.get<int64_t>());
+  return std::nullopt;
+}
+
 // Builds one node's expression: operands become {k} references (tensors)
 // or constants (Python scalars). `dtype` is the type its operands have: S,
 // or bool for a logical operator on masks.
@@ -115,6 +124,17 @@ class Builder {
     if (Node* in = a->node()) {
       const passes::TensorMetadata* m = tensor_meta(*in);
       if (!m || m->dtype != dtype || m->is_quantized) return {};
+      // A tensor of one number (decompose.cpp makes them with `full`) as
+      // big as the result is that number: no load, and no tensor if
+      // nothing else reads it.
+      if (const std::optional<double> v = filled_with(*in); v && dtype != c10::kBool) {
+        const passes::TensorMetadata* out = tensor_meta(n_);
+        if (out && out->shape == m->shape) {
+          if (!c10::isIntegralType(dtype, false)) return vec_constant(*v);
+          if (*v == static_cast<double>(static_cast<int32_t>(*v)))
+            return int_constant(static_cast<int64_t>(*v));
+        }
+      }
       for (size_t k = 0; k < op_.inputs.size(); ++k)
         if (op_.inputs[k] == in) return std::string("{") + std::to_string(k) + "}";
       op_.inputs.push_back(in);

@@ -964,6 +964,34 @@ void expect_compiled_model_matches(fx::Module& model, at::Tensor x, size_t min_k
   EXPECT_GE(compiled->report().kernels, min_kernels);
 }
 
+// ones_like, zeros_like, full_like and fill(empty_like(x)) that only
+// kernels read are constants of those kernels: no tensor is made, and x
+// (read by empty_like for its shape alone) stays inside its kernel.
+TEST(Compile, ATensorOfOneNumberIsAConstantOfItsKernel) {
+  auto f = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    const at::Tensor& x = in[0].toTensor();
+    at::Tensor s = torch::sigmoid(x);
+    at::Tensor one_minus = at::empty_like(s).fill_(1.0) - s;
+    return (torch::ones_like(x) + x * one_minus) * torch::full_like(x, 2.0) + torch::zeros_like(x);
+  };
+  auto compiled = fx::compile(f, fresh_options());
+  at::Tensor x = torch::randn({64, 48});
+  expect_close(run_compiled(*compiled, {x}).toTensor(), f({x}).toTensor());
+  EXPECT_EQ(compiled->report().kernels, 1u);
+  EXPECT_EQ(compiled->report().extern_nodes, 0u) << compiled->compiled_graph().code();
+
+  // Returned, the tensor is made.
+  auto g = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    const at::Tensor& x = in[0].toTensor();
+    at::Tensor ones = torch::ones_like(x);
+    return c10::ivalue::Tuple::create({ones, (ones - x) * x});
+  };
+  auto returned = fx::compile(g, fresh_options());
+  const auto got = run_compiled(*returned, {x}).toTupleRef().elements();
+  expect_close(got[0].toTensor(), torch::ones_like(x));
+  expect_close(got[1].toTensor(), (1 - x) * x);
+}
+
 TEST(Compile, TorchvisionPortsMatchEager) {
   torch::manual_seed(0);
   auto resnet = fx::models::resnet18(10);

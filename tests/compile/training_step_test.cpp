@@ -156,6 +156,17 @@ TEST(CompileTrainingStep, NeedsGradMode) {
   }
 }
 
+// The compiled graph gives the parameters' gradients only: a step whose
+// input requires grad runs eagerly, and the input gets its gradient.
+TEST(CompileTrainingStep, AnInputThatRequiresGradRunsTheStepAsItIs) {
+  auto [a, b] = twins();
+  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  at::Tensor x = torch::randn({8, 16}, torch::requires_grad()), y = torch::randint(0, 10, {8});
+  compiled->run({x, y});
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_EQ(compiled->num_specializations(), 0u);
+}
+
 // The backward operators the lowering computes, on values with NaN, +-inf,
 // zeros and the thresholds themselves, in float32 and float64: each as
 // ATen computes it.
