@@ -3,9 +3,10 @@
 # threads printing, linting, generating code for and running one const graph
 # (tests/unit/concurrent_readers_test.cpp), and the capture tests, whose
 # backward runs partly on the autograd engine's own threads
-# (tests/capture/capture_test.cpp), and four threads sharing one
+# (tests/capture/capture_test.cpp), four threads sharing one
 # fx::compile module that compiles its specializations on first use
-# (tests/compile/compile_test.cpp). A data race fails the run. About 12
+# (tests/compile/compile_test.cpp), and four threads running one compiled
+# training step (tests/compile/training_step_test.cpp). A data race fails the run. About 12
 # minutes on 2 cores, most of it building fxcpp once more; not part of CI's
 # 45 minutes.
 #
@@ -30,4 +31,5 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 export OMP_NUM_THREADS=1
 build-tsan/tests/unit/fx_concurrency_tests
 build-tsan/tests/capture/fx_capture_tests
-build-tsan/tests/compile/fx_compile_tests --gtest_filter=Compile.ThreadsShareOneCompiledModule
+build-tsan/tests/compile/fx_compile_tests \
+  --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime

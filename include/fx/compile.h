@@ -175,10 +175,11 @@ std::unique_ptr<CompiledModule> compile(torch::nn::Module& root, CaptureFunction
 // parameters as loss.backward() would, and returns what `step` returns (its
 // tensors without autograd history). Grad mode must be on; a call whose
 // inputs require grad runs `step` as it is (the graph gives the parameters'
-// gradients only). The guard
-// includes which parameters require grad and each module's training flag,
-// so freezing a parameter or switching to eval() compiles again. `root`
-// must outlive the result.
+// gradients only). The guard includes which parameters require grad and
+// each module's training flag, so freezing a parameter or switching to
+// eval() compiles again. Threads may call it at once: each adds its
+// gradients under a lock, as autograd's AccumulateGrad does. `root` must
+// outlive the result.
 std::unique_ptr<CompiledModule> compile_training_step(torch::nn::Module& root, CaptureFunction step,
                                                       CompileOptions options = {});
 // Compiles a function of tensors alone.

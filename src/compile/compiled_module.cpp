@@ -748,8 +748,11 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   }
   // Capturing ran the code on these inputs: that run is this call's, and
   // running it again would repeat what it did to its inputs and buffers.
-  if (captured_result)
-    return training_step_ ? step_result(*root_, *captured_result) : std::move(*captured_result);
+  if (captured_result && !training_step_) return std::move(*captured_result);
+  if (captured_result) {
+    std::lock_guard<std::mutex> lock(mu_);  // gradients are added one call at a time
+    return step_result(*root_, *captured_result);
+  }
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
   if (!s->compiled) return fn_(inputs);
@@ -760,6 +763,7 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
     at::NoGradGuard no_grad;
     out = s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
   }
+  std::lock_guard<std::mutex> lock(mu_);
   return step_result(*root_, out);
 }
 
