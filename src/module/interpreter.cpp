@@ -29,9 +29,16 @@ Value Interpreter::load_arg(const Argument& a) const {
     return Value::slice(parts[0], parts[1], parts[2]);
   }
   if (const auto* d = std::get_if<Dict>(&s)) {
+    // A dict of node values (a training step's gradients by path, a
+    // forward returning {'logits': y}): each value loaded, keys kept.
     bool has_node = false;
     for (const auto& kv : d->items) for_each_node(kv.second, [&](Node*) { has_node = true; });
-    if (has_node) throw Error("interpreter: dicts holding node values are not supported as arguments yet");
+    if (has_node) {
+      std::vector<std::pair<std::string, Value>> out;
+      out.reserve(d->items.size());
+      for (const auto& [key, value] : d->items) out.emplace_back(key, load_arg(value));
+      return Value::dict(std::move(out));
+    }
   }
   if (a.is<EllipsisType>() || a.is<c10::ScalarType>() || a.is<c10::Layout>() || a.is<c10::MemoryFormat>()) {
     if (a.is<EllipsisType>()) return Value(Ellipsis);

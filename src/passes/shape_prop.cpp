@@ -48,7 +48,12 @@ std::vector<double> to_doubles(const at::Tensor& t) {
 // leaves; sets *found when a tensor was met.
 TensorMetadataTree tree_of(const c10::IValue& v, bool* found) {
   TensorMetadataTree t;
-  if (v.isTensor()) {
+  // An undefined tensor (a result that an output mask left out, as
+  // convolution_backward's bias gradient) is Python's None.
+  if (v.isTensor() && !v.toTensor().defined()) {
+    t.kind = TensorMetadataTree::Kind::other;
+    t.other = "None";
+  } else if (v.isTensor()) {
     *found = true;
     t.kind = TensorMetadataTree::Kind::tensor;
     t.tensor = extract_tensor_metadata(v.toTensor());
@@ -245,6 +250,10 @@ Value ShapeProp::run_node(Node* n) {
   // A symbolic value (retracing through ShapeProp) has no shape to record.
   if (result.has_proxy()) return result;
   c10::IValue iv = result.ivalue();
+  if (iv.isTensor() && !iv.toTensor().defined()) {  // None, as tree_of says
+    n->meta().set("type", std::string("NoneType"));
+    return result;
+  }
   if (iv.isTensor()) {  // the common case, without the tree
     const at::Tensor& t = iv.toTensor();
     n->meta().set("tensor_meta", extract_tensor_metadata(t));
