@@ -126,8 +126,9 @@ class Builder {
       if (!m || m->dtype != dtype || m->is_quantized) return {};
       // A tensor of one number (decompose.cpp makes them with `full`) as
       // big as the result is that number: no load, and no tensor if
-      // nothing else reads it.
-      if (const std::optional<double> v = filled_with(*in); v && dtype != c10::kBool) {
+      // nothing else reads it. Not in bfloat16 or float16, whose tensor
+      // holds the number rounded where the float constant would not be.
+      if (const std::optional<double> v = filled_with(*in); v && compute_type(dtype)) {
         const passes::TensorMetadata* out = tensor_meta(n_);
         if (out && out->shape == m->shape) {
           if (!c10::isIntegralType(dtype, false)) return vec_constant(*v);
