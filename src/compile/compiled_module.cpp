@@ -54,16 +54,17 @@ struct KernelTypes {
 };
 class KernelCall : public Callable {
  public:
-  // `built`: the sizes and strides of each input the kernel was generated
-  // for, which a static kernel has in its source.
+  // `built_sizes`, `built_strides`: those of each input the kernel was
+  // generated for, which a static kernel has in its source.
   KernelCall(std::string name, void* fn, KernelTypes types, cd::KernelForm form, std::vector<int64_t> order,
-             std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> built)
+             std::vector<std::vector<int64_t>> built_sizes, std::vector<std::vector<int64_t>> built_strides)
       : name_(std::move(name)),
         fn_(fn),
         types_(std::move(types)),
         form_(std::move(form)),
         order_(std::move(order)),
-        built_(std::move(built)) {
+        built_sizes_(std::move(built_sizes)),
+        built_strides_(std::move(built_strides)) {
     for (size_t d = 0; d < order_.size(); ++d)
       row_major_ = row_major_ && order_[d] == static_cast<int64_t>(d);
   }
@@ -112,7 +113,8 @@ class KernelCall : public Callable {
       // the inputs, laid out as a static kernel was built for them, or
       // dense in the kernel's order.
       for (size_t i = 0; i < n; ++i) {
-        const auto& [sizes, strides] = built_[i];
+        const std::vector<int64_t>& sizes = built_sizes_[i];
+        const std::vector<int64_t>& strides = built_strides_[i];
         if (!form_.baked.empty() && in[i].sizes() == c10::IntArrayRef(sizes)) {
           if (in[i].strides() != c10::IntArrayRef(strides))
             in[i] = at::empty_strided(sizes, strides, in[i].options()).copy_(in[i]);
@@ -203,7 +205,7 @@ class KernelCall : public Callable {
   cd::KernelForm form_;
   cd::DimsLayout layout_ = cd::dims_layout(form_);  // where its `dims` go
   std::vector<int64_t> order_;
-  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> built_;
+  std::vector<std::vector<int64_t>> built_sizes_, built_strides_;
   bool row_major_ = true;
 };
 
@@ -437,14 +439,6 @@ cd::KernelSite kernel_site(const std::string& target, const cd::Kernel& k, const
   return site;
 }
 
-// The sizes and strides of each input of a kernel node, as it was generated.
-std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> built_layouts(const cd::KernelSite& site) {
-  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> out;
-  for (size_t i = 0; i < site.input_sizes.size(); ++i)
-    out.emplace_back(site.input_sizes[i], site.input_strides[i]);
-  return out;
-}
-
 using Phases = std::vector<std::pair<std::string, double>>;
 
 void add_phase(Phases& phases, const std::string& name, double ms) {
@@ -600,7 +594,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     register_function(
         target, std::make_shared<KernelCall>(k.name, library->symbol(k.name),
                                              KernelTypes{k.dtype, site.input_dtypes, site.output_dtypes},
-                                             form, k.order, built_layouts(site)));
+                                             form, k.order, site.input_sizes, site.input_strides));
     sources[slot].sites.push_back(std::move(site));
     Node* call = g->call_function(target, std::move(args));
     kernel_calls.emplace_back(call, &k, &form);
