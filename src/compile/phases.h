@@ -9,6 +9,7 @@
 //   generate_cpp(kernels, ...) -> source      codegen_cpp.cpp
 //   build_library(source, ...) -> library     build.cpp
 //   mark_reuse, sink_weight_computations      memory_plan.cpp (on the graph that runs)
+//   partition_joint(joint) -> forward, backward  partition.cpp (before the others, under autograd)
 //   export_project(compiled, ...) -> files    export_project.cpp (on request)
 //
 // Between them the graph carries meta["tensor_meta"] on every node, as
@@ -259,6 +260,23 @@ void mark_reuse(Node& call, const Kernel& k, const KernelForm& form);
 // eps), a parameter's view) to just before its first reader, so that it
 // lives only while it is needed.
 void sink_weight_computations(Graph& graph);
+
+// ---- partition.cpp ---------------------------------------------------------
+// A joint graph (autograd_program.cpp captures one) returns a flat tuple:
+// the forward's `num_outputs` values, then `num_tangents` tangents (each a
+// node standing for the gradient of one differentiable output, which the
+// capture made as ones_like), then the gradients. partition_joint splits it
+// as AOTAutograd's default partition does: the forward graph computes every
+// node that does not depend on a tangent and returns its outputs and then
+// the values the backward reads (`num_saved`, parameters excepted, which the
+// backward reads itself); the backward graph takes those, then the tangents,
+// and returns the gradients. Each graph's dead code is removed: the
+// tangents' ones_like, and saved values only dead code read.
+struct JointPartition {
+  std::unique_ptr<GraphModule> forward, backward;
+  size_t num_saved = 0;
+};
+JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t num_tangents);
 
 // ---- export_project.cpp ----------------------------------------------------
 // A kernel node as a standalone program calls it: the layouts of its inputs

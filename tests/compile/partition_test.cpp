@@ -1,0 +1,86 @@
+// partition_joint alone (src/compile/partition.cpp): which nodes of a joint
+// graph go to the forward, which to the backward, and what is saved.
+#include "../../src/compile/phases.h"
+
+#include <fx/error.h>
+#include <fx/graph.h>
+#include <fx/graph_module.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace {
+
+using testing::HasSubstr;
+using testing::Not;
+
+// The joint graph of y = x * w with a tangent t: dx = t * w * sigmoid(x),
+// where sigmoid(x) depends on no tangent and only the backward reads it;
+// and a running count written back, which only the forward's effects need.
+std::unique_ptr<fx::GraphModule> joint_graph() {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* w = g->get_attr("w");
+  fx::Node* count = g->get_attr("count");
+  fx::Node* y = g->call_function("torch.ops.aten.mul.Tensor", {x, w});
+  fx::Node* s = g->call_function("torch.ops.aten.sigmoid.default", {x});
+  fx::Node* next = g->call_function("torch.ops.aten.add.Scalar", {count, 1});
+  g->call_function("torch.ops.aten.copy_.default", {count, next});
+  fx::Node* empty = g->call_function("torch.ops.aten.empty_like.default", {y});
+  fx::Node* t = g->call_function("torch.ops.aten.fill.Scalar", {empty, 1.0});
+  fx::Node* tw = g->call_function("torch.ops.aten.mul.Tensor", {t, w});
+  fx::Node* dx = g->call_function("torch.ops.aten.mul.Tensor", {tw, s});
+  g->output(fx::Tuple{{y, t, dx}});
+  std::map<std::string, fx::GraphModule::Attr> attrs{{"w", torch::randn({4})}, {"count", torch::zeros({})}};
+  return std::make_unique<fx::GraphModule>(attrs, std::move(g));
+}
+
+TEST(PartitionJoint, SavesWhatTheBackwardReadsAndMovesTheRestThere) {
+  auto joint = joint_graph();
+  fx::compile_detail::JointPartition p = fx::compile_detail::partition_joint(*joint, 1, 1);
+  // The forward: its output, the count's update (an effect), and x saved
+  // for the sigmoid, which the backward computes; w is read, not saved.
+  EXPECT_EQ(p.num_saved, 1u);
+  const std::string forward = p.forward->graph().to_string();
+  EXPECT_THAT(forward, HasSubstr("copy_"));
+  EXPECT_THAT(forward, Not(HasSubstr("sigmoid")));
+  EXPECT_THAT(forward, Not(HasSubstr("fill")));
+  EXPECT_THAT(forward, HasSubstr("return (mul_tensor, x)"));
+  const std::string backward = p.backward->graph().to_string();
+  EXPECT_THAT(backward, HasSubstr("%x : [num_users=1] = placeholder[target=x]"));
+  EXPECT_THAT(backward, HasSubstr("%tangents_1 : [num_users=1] = placeholder[target=tangents_1]"));
+  EXPECT_THAT(backward, HasSubstr("sigmoid"));
+  EXPECT_THAT(backward, HasSubstr("get_attr[target=w]"));
+  EXPECT_THAT(backward, Not(HasSubstr("copy_")));
+
+  // Run apart, they give the joint's values.
+  at::Tensor x = torch::randn({4}), t = torch::ones({4});
+  const c10::IValue joint_out = joint->run({x});
+  const c10::IValue f = p.forward->run({x});
+  const auto& fo = f.toTupleRef().elements();
+  const c10::IValue b = p.backward->run({fo[1], t});
+  EXPECT_TRUE(at::allclose(fo[0].toTensor(), joint_out.toTupleRef().elements()[0].toTensor()));
+  EXPECT_TRUE(
+      at::allclose(b.toTupleRef().elements()[0].toTensor(), joint_out.toTupleRef().elements()[2].toTensor()));
+}
+
+TEST(PartitionJoint, AnOutputThatReadsATangentIsAnError) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* t = g->call_function("torch.ops.aten.ones_like.default", {x});
+  fx::Node* bad = g->call_function("torch.ops.aten.mul.Tensor", {x, t});
+  g->output(fx::Tuple{{bad, t}});
+  fx::GraphModule joint(std::map<std::string, fx::GraphModule::Attr>{}, std::move(g));
+  try {
+    fx::compile_detail::partition_joint(joint, 1, 1);
+    FAIL() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("output 0 of the forward depends on a tangent"));
+  }
+}
+
+}  // namespace
