@@ -26,11 +26,15 @@
 // have the same form, which they do unless a dimension becomes 1 or an
 // input's layout changes. So one built kernel serves every size.
 //
-// A forward that autograd must see is not compiled: while grad mode is on
-// and an input or a parameter requires grad, run() calls the original code.
-// Run inference under torch::NoGradGuard or c10::InferenceMode. A training
-// step (forward, loss and backward together) compiles with
-// compile_training_step.
+// A call that autograd must see (grad mode on, and an input or a parameter
+// of the root that requires grad) compiles its forward and its backward
+// apart, as torch.compile's AOTAutograd does: run() returns outputs of one
+// autograd node whose backward is the compiled backward, and
+// loss.backward() adds the parameters' gradients to .grad() through it.
+// A second derivative (create_graph) through it is an fx::Error. Run
+// inference under torch::NoGradGuard or c10::InferenceMode, which compiles
+// the forward alone. A training step (forward, loss and backward together)
+// compiles whole with compile_training_step.
 
 #include <fx/capture.h>
 #include <fx/codegen/cpp_export.h>
@@ -142,15 +146,17 @@ class CompiledModule {
   // without a compiled graph runs the original code). Compiling captures
   // the code, which runs it on the inputs: `captured_result` is then what it
   // returned. Called under mu_.
+  // `autograd`: the call needs autograd (grad mode on, something requires
+  // grad), so its forward and backward are compiled apart.
   std::shared_ptr<Specialization> specialize(const std::vector<c10::IValue>& inputs,
-                                             std::optional<c10::IValue>& captured_result);
+                                             std::optional<c10::IValue>& captured_result, bool autograd);
 
   torch::nn::Module* root_;
   Function fn_;
   CompileOptions options_;
   bool training_step_;
   // What the guard reads besides the inputs: root and its submodules (their
-  // training flags) and, in a training step, root's parameters (whether
+  // training flags) and, while grad mode is on, root's parameters (whether
   // each requires grad), as they were when compile() was called.
   std::vector<const torch::nn::Module*> modules_;
   std::vector<at::Tensor> parameters_;

@@ -2,6 +2,7 @@
 // that runs a specialization, with each kernel as one call_function node.
 #include <fx/compile.h>
 
+#include "autograd_program.h"
 #include "phases.h"
 
 #include "../ir/repr.h"
@@ -278,19 +279,21 @@ void guard_key(const c10::IValue& v, Sink& key, size_t index) {
 
 // What a capture assumed about the module besides the inputs: each
 // module's training flag (dropout and batch norm capture differently in
-// each mode) and, for a training step, which parameters require grad
+// each mode) and, while grad mode is on, which parameters require grad
 // (those are the gradients its graph computes).
 struct ModuleState {
   const std::vector<const torch::nn::Module*>& modules;
-  const std::vector<at::Tensor>& parameters;  // a training step's; empty otherwise
+  const std::vector<at::Tensor>& parameters;
 };
 
 template <class Sink>
 void guard_key(const std::vector<c10::IValue>& inputs, const ModuleState& state, Sink& key) {
   for (size_t i = 0; i < inputs.size(); ++i) guard_key(inputs[i], key, i);
-  key.put(at::GradMode::is_enabled() ? 'G' : 'g');
+  const bool grad = at::GradMode::is_enabled();
+  key.put(grad ? 'G' : 'g');
   for (const torch::nn::Module* m : state.modules) key.put(m->is_training() ? 'M' : 'm');
-  for (const at::Tensor& p : state.parameters) key.put(p.requires_grad() ? 'P' : 'p');
+  if (grad)
+    for (const at::Tensor& p : state.parameters) key.put(p.requires_grad() ? 'P' : 'p');
 }
 
 std::string guard_key(const std::vector<c10::IValue>& inputs, const ModuleState& state) {
@@ -498,11 +501,13 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 // the submodules they came from.
 // `may_build(source)` is asked before each library is built or loaded.
 // `dynamic`: kernels that take their sizes as arguments, else static ones.
+// `channels_last`: the layout pass may run (not on a forward whose outputs
+// the backward reads as captured: it would copy each one back).
 std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,
                                            const CompileOptions& options, CompileReport& report,
                                            std::vector<GraphSource>& sources, const std::string& label,
                                            const std::function<void(const std::string&)>& may_build,
-                                           bool dynamic) {
+                                           bool dynamic, bool channels_last = true) {
   Phases& phase = report.phase_ms;
   auto t = std::chrono::steady_clock::now();
   Graph& graph = captured.graph();
@@ -513,7 +518,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   // The sizes, strides and dtypes the phases read are fx::capture's: it
   // records each node's tensor_meta from the tensor it saw, as ShapeProp
   // would (running the graph again, a second forward, only to find them).
-  cd::channels_last_convolutions(captured, inputs);
+  if (channels_last) cd::channels_last_convolutions(captured, inputs);
   add_phase(phase, "layout", ms_since(t));
   cd::decompose(graph);
   add_phase(phase, "decompose", ms_since(t));
@@ -625,7 +630,37 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   return compiled;
 }
 
-void write_debug_files(const std::string& debug_dir, const GraphModule& compiled,
+// A joint graph of a forward and its backward (cd::joint_function's),
+// split and compiled as two programs; `inputs` are example values of its
+// placeholders.
+std::shared_ptr<const cd::AutogradProgram> compile_autograd(
+    std::unique_ptr<GraphModule> joint, const cd::JointLayout& layout, const std::vector<Value>& inputs,
+    const CompileOptions& options, CompileReport& report, std::vector<GraphSource>& sources,
+    const std::function<void(const std::string&)>& may_build, bool dynamic) {
+  auto program = std::make_shared<cd::AutogradProgram>();
+  program->layout = layout;
+  cd::JointPartition parts = cd::partition_joint(*joint, layout.outputs, layout.tangents);
+  program->num_saved = parts.num_saved;
+  std::vector<Node*> backward_inputs;
+  for (Node* n : parts.backward->graph().nodes())
+    if (n->op() == Op::placeholder) backward_inputs.push_back(n);
+  // example_inputs throws for a placeholder without tensor_meta.
+  const std::vector<Value> backward_examples = example_inputs(backward_inputs, "backward");
+  for (size_t i = parts.num_saved; i < backward_inputs.size(); ++i)
+    program->tangents.push_back(*cd::tensor_meta(*backward_inputs[i]));
+  // The backward was captured for the layouts the forward saved: the
+  // forward keeps them.
+  program->forward = compile_graph(*parts.forward, inputs, options, report, sources, "", may_build, dynamic,
+                                   /*channels_last=*/false);
+  program->backward = compile_graph(*parts.backward, backward_examples, options, report, sources, "backward",
+                                    may_build, dynamic);
+  program->joint = std::move(joint);
+  program->captured_forward = std::move(parts.forward);
+  program->captured_backward = std::move(parts.backward);
+  return program;
+}
+
+void write_debug_files(const std::string& debug_dir, const GraphModule& compiled, const GraphModule* backward,
                        const std::vector<GraphSource>& sources, const Phases& phases) {
   const std::string& hash = sources.front().hash;
   const std::string dir = debug_dir + "/" + (hash.empty() ? "no_kernels" : hash);
@@ -644,6 +679,7 @@ void write_debug_files(const std::string& debug_dir, const GraphModule& compiled
     if (!s.label.empty())
       if (auto* branch = dynamic_cast<const GraphModule*>(compiled.get_submodule(s.label)))
         graph_txt << "\n" << s.label << ":\n" << branch->graph().to_string();
+  if (backward) graph_txt << "\nbackward:\n" << backward->graph().to_string();
   std::ofstream phases_txt(dir + "/phases.txt");
   for (const auto& [name, ms] : phases) phases_txt << name << " " << ms << " ms\n";
 }
@@ -666,7 +702,11 @@ struct CompiledModule::Specialization {
   std::string key;
   bool constants = false;                 // some inputs are values captured as constants, not graph inputs
   std::unique_ptr<GraphModule> captured;  // owns the attributes the compiled graph reads
-  std::unique_ptr<GraphModule> compiled;  // nullptr: these inputs run the original code
+  std::unique_ptr<GraphModule> compiled;  // nullptr, and no autograd: these inputs run the original code
+  // A forward and backward compiled apart, for calls that autograd sees.
+  std::shared_ptr<const cd::AutogradProgram> autograd;
+  bool runs_compiled() const { return compiled || autograd; }
+  GraphModule& runs() const { return autograd ? *autograd->forward : *compiled; }
   CompileReport report;
   // What export_cpp writes: the top graph's kernel source and kernel nodes,
   // and whether the program has branches (which it does not write).
@@ -690,7 +730,7 @@ CompiledModule::CompiledModule(torch::nn::Module* root, Function fn, CompileOpti
       modules_(module_tree(root)) {
   if (training_step_ && !root_)
     throw Error("fx::compile_training_step: the step needs the module whose parameters it trains");
-  if (training_step_) parameters_ = root_->parameters(/*recurse=*/true);
+  if (root_) parameters_ = root_->parameters(/*recurse=*/true);
   if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
   if (options_.compiler.empty()) options_.compiler = default_compiler();
   if (options_.debug_dir.empty()) options_.debug_dir = env("FXCPP_COMPILE_DEBUG");
@@ -712,7 +752,7 @@ size_t CompiledModule::num_programs() const {
 GraphModule& CompiledModule::compiled_graph() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!last_) throw Error("fx::CompiledModule::compiled_graph: nothing is compiled before the first run()");
-  return *last_->compiled;
+  return last_->runs();
 }
 
 const CompileReport& CompiledModule::report() const {
@@ -728,6 +768,11 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
     if (!last_) throw Error("fx::CompiledModule::export_cpp: nothing is compiled before the first run()");
     s = last_;
   }
+  if (s->autograd)
+    throw Error(
+        "fx::CompiledModule::export_cpp: the last call was compiled for autograd (grad mode on and "
+        "something requiring grad), as a forward and a backward; export a call made under "
+        "torch::NoGradGuard");
   if (s->branches)
     throw Error(
         "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an "
@@ -746,18 +791,18 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
     for (const auto& v : inputs)
       if (any_requires_grad(v)) return fn_(inputs);
   }
+  // Autograd must see the call: the forward and the backward are compiled
+  // apart (autograd_program.h).
+  bool autograd = false;
   if (!training_step_ && at::GradMode::is_enabled()) {
-    bool grad = false;
-    for (const auto& v : inputs) grad = grad || any_requires_grad(v);
-    if (root_)
-      for (const auto& p : root_->parameters()) grad = grad || p.requires_grad();
-    if (grad) return fn_(inputs);  // autograd must see every operator: not compiled yet
+    for (const auto& v : inputs) autograd = autograd || any_requires_grad(v);
+    for (const auto& p : parameters_) autograd = autograd || p.requires_grad();
   }
   std::shared_ptr<Specialization> s;
   std::optional<c10::IValue> captured_result;
   {
     std::lock_guard<std::mutex> lock(mu_);  // threads share specializations; each runs its own call
-    s = specialize(inputs, captured_result);
+    s = specialize(inputs, captured_result, autograd);
   }
   // Capturing ran the code on these inputs: that run is this call's, and
   // running it again would repeat what it did to its inputs and buffers.
@@ -768,7 +813,8 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   }
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
-  if (!s->compiled) return fn_(inputs);
+  if (!s->runs_compiled()) return fn_(inputs);
+  if (s->autograd) return cd::run_autograd(s->autograd, root_, graph_inputs(inputs));
   if (!training_step_) return s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
   // The graph computes the gradients itself: autograd records none of it.
   c10::IValue out;
@@ -781,17 +827,17 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
 }
 
 std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
-    const std::vector<c10::IValue>& inputs, std::optional<c10::IValue>& captured_result) {
+    const std::vector<c10::IValue>& inputs, std::optional<c10::IValue>& captured_result, bool autograd) {
   // Calls with one guard, one after another, are the common case.
   if (!specializations_.empty() &&
       guards(specializations_.front()->key, inputs, ModuleState{modules_, parameters_})) {
-    if (specializations_.front()->compiled) last_ = specializations_.front();
+    if (specializations_.front()->runs_compiled()) last_ = specializations_.front();
     return specializations_.front();
   }
   const std::string key = guard_key(inputs, ModuleState{modules_, parameters_});
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     specializations_.splice(specializations_.begin(), specializations_, it->second);  // most recent first
-    if ((*it->second)->compiled) last_ = *it->second;
+    if ((*it->second)->runs_compiled()) last_ = *it->second;
     return *it->second;
   }
 
@@ -824,9 +870,11 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     }
     return out;
   };
+  cd::JointLayout layout;
+  const CaptureFunction to_capture = autograd ? cd::joint_function(recorded, root_, layout) : recorded;
   s->captured = training_step_ ? capture_training_step(*root_, recorded, tensors, capture_options)
-                : root_        ? capture(*root_, recorded, tensors, capture_options)
-                               : capture(recorded, tensors, capture_options);
+                : root_        ? capture(*root_, to_capture, tensors, capture_options)
+                               : capture(to_capture, tensors, capture_options);
   phase.emplace_back("capture", ms_since(t));
   std::vector<GraphSource> sources;
   // A program (a kernel source) this module has built serves every size
@@ -845,9 +893,21 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
   using Dynamic = CompileOptions::Dynamic;
   const bool dynamic =
       options_.dynamic == Dynamic::on || (options_.dynamic == Dynamic::automatic && !programs_.empty());
+  // A result that requires grad though neither the inputs nor root's
+  // parameters do comes from tensors the code holds itself (a closure's):
+  // autograd must see those calls, and the compiled ones it does not.
+  const bool hidden_grad = !autograd && !training_step_ && at::GradMode::is_enabled() && captured_result &&
+                           any_requires_grad(*captured_result);
   try {
-    s->compiled = compile_graph(*s->captured, std::vector<Value>(tensors.begin(), tensors.end()), options_,
-                                s->report, sources, "", may_build, dynamic);
+    const std::vector<Value> examples(tensors.begin(), tensors.end());
+    if (hidden_grad)
+      s->captured.reset();
+    else if (!autograd)
+      s->compiled =
+          compile_graph(*s->captured, examples, options_, s->report, sources, "", may_build, dynamic);
+    else if (layout.supported)
+      s->autograd = compile_autograd(std::move(s->captured), layout, examples, options_, s->report, sources,
+                                     may_build, dynamic);
   } catch (const TooManyPrograms&) {
     if (!warned_)
       TORCH_WARN("fx::compile: ", kMaxPrograms,
@@ -856,7 +916,7 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     warned_ = true;
     s->captured.reset();
   }
-  if (s->compiled) {
+  if (s->runs_compiled()) {
     // The report's library is the top graph's (a branch's when it has
     // none); a cache hit means every library was found built.
     bool any = false, all_hit = true;
@@ -867,7 +927,9 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
       all_hit = all_hit && src.cache_hit;
     }
     s->report.cache_hit = any && all_hit;
-    if (!options_.debug_dir.empty()) write_debug_files(options_.debug_dir, *s->compiled, sources, phase);
+    if (!options_.debug_dir.empty())
+      write_debug_files(options_.debug_dir, s->runs(), s->autograd ? s->autograd->backward.get() : nullptr,
+                        sources, phase);
     s->source = std::move(sources.front().source);
     s->sites = std::move(sources.front().sites);
     s->branches = sources.size() > 1;

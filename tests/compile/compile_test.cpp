@@ -1280,16 +1280,24 @@ TEST(Compile, TheCallThatCompilesRunsTheCodeOnce) {
   EXPECT_EQ(add_one->report().kernels, 1u);
 }
 
-TEST(Compile, GradModeRunsTheOriginalCode) {
+TEST(Compile, GradModeCompilesTheForwardAndTheBackward) {
   auto compiled = fx::compile(
       [](const std::vector<c10::IValue>& in) { return chain(in[0].toTensor(), in[1].toTensor()); },
       fresh_options());
-  at::Tensor x = torch::randn({4, 4}, torch::requires_grad()), b = torch::randn({4});
-  at::Tensor y = compiled->run({x, b}).toTensor();
-  EXPECT_TRUE(y.requires_grad());
-  y.sum().backward();
-  EXPECT_TRUE(x.grad().defined());
-  EXPECT_EQ(compiled->num_specializations(), 0u);
+  at::Tensor b = torch::randn({4});
+  for (int call = 0; call < 2; ++call) {
+    at::Tensor x = torch::randn({4, 4}, torch::requires_grad());
+    at::Tensor xe = x.detach().clone().requires_grad_();
+    at::Tensor y = compiled->run({x, b}).toTensor();
+    EXPECT_TRUE(y.requires_grad());
+    (y * y).sum().backward();
+    at::Tensor want = chain(xe, b);
+    (want * want).sum().backward();
+    expect_close(y, want);
+    expect_close(x.grad(), xe.grad());
+  }
+  EXPECT_EQ(compiled->num_specializations(), 1u);
+  EXPECT_GE(compiled->report().kernels, 2u) << "a kernel in the forward and one in the backward";
 }
 
 TEST(Compile, MissingCompilerIsAnError) {
