@@ -14,7 +14,10 @@
 // tensor, as the fused kernel's); RMSNorm; gelu(x @ W + b) alone; and log_softmax + nll_loss, at
 // [512, 1000] and at a language model's vocabulary; a mean squared error
 // over 4M floats (a reduction over every dimension); a training step of an
-// MLP classifier (forward, loss and backward: fx::compile_training_step).
+// MLP classifier (forward, loss and backward: fx::compile_training_step),
+// and the same classifier compiled as a module and called under autograd
+// (its forward and backward compiled apart, the loss and backward() around
+// it; torch.compile(model) on the Python side).
 // bench/fx_compile_bench.py times the same programs
 // with PyTorch eager and torch.compile (Inductor, CPU), and
 // bench/run_compile_bench.sh prints them side by side.
@@ -63,16 +66,18 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) {
 }
 
 using Inputs = std::vector<c10::IValue>;
+// The compiled side of a program: a compiled module's run, or code around one.
+using Run = std::function<c10::IValue(const Inputs&)>;
 
 // The first call's milliseconds, and a check against `eager`.
-double first_call(const char* name, fx::CompiledModule& compiled,
+double first_call(const char* name, const Run& compiled,
                   const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
                   double atol) {
   auto start = std::chrono::steady_clock::now();
-  compiled.run(inputs);
+  compiled(inputs);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!at::allclose(compiled.run(inputs).toTensor(), eager(inputs), rtol, atol))
+  if (!at::allclose(compiled(inputs).toTensor(), eager(inputs), rtol, atol))
     throw std::runtime_error(std::string(name) + ": the compiled output differs from eager's");
   return ms;
 }
@@ -82,14 +87,13 @@ double first_call(const char* name, fx::CompiledModule& compiled,
 // smaller first dimension). Prints its JSON object.
 // `floor`, when given, is timed as a third row: what the program cannot beat.
 // `batched`: how many inputs, from the first, are cut at other sizes.
-void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
+void program(const char* name, const fxbench::Flags& flags, const Run& compiled,
              const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
              double atol, bool last, const std::function<void()>& floor = {}, size_t batched = 1) {
   const double first_ms = first_call(name, compiled, eager, inputs, rtol, atol);
   std::printf("{\"program\": \"%s\", \"first_call_ms\": %.1f, ", name, first_ms);
-  std::vector<fxbench::Row> rows = {
-      fxbench::time_runs("eager", 3, flags.runs, [&] { eager(inputs); }),
-      fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled.run(inputs); })};
+  std::vector<fxbench::Row> rows = {fxbench::time_runs("eager", 3, flags.runs, [&] { eager(inputs); }),
+                                    fxbench::time_runs("compiled", 3, flags.runs, [&] { compiled(inputs); })};
   if (floor) rows.push_back(fxbench::time_runs("floor", 3, flags.runs, floor));
   fxbench::print_rows(rows);
   // The first call at a second size (fx::compile builds dynamic kernels),
@@ -104,6 +108,14 @@ void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& 
   }
   std::printf(", \"second_size_first_call_ms\": %.1f, \"third_size_first_call_ms\": %.1f}%s", ms[0], ms[1],
               last ? "" : ", ");
+}
+
+void program(const char* name, const fxbench::Flags& flags, fx::CompiledModule& compiled,
+             const std::function<at::Tensor(const Inputs&)>& eager, const Inputs& inputs, double rtol,
+             double atol, bool last, const std::function<void()>& floor = {}, size_t batched = 1) {
+  program(
+      name, flags, [&compiled](const Inputs& in) { return compiled.run(in); }, eager, inputs, rtol, atol,
+      last, floor, batched);
 }
 
 }  // namespace
@@ -271,6 +283,23 @@ int main(int argc, char** argv) try {
     };
     auto step = fx::compile_training_step(*classifier, fn(step_fn), options);
     program("training step: MLP classifier [256, 784]", flags, *step, step_fn,
+            {torch::randn({256, 784}), torch::randint(10, {256})}, 1e-4, 1e-5, false, {}, 2);
+    // The same network compiled as a module and called under autograd: its
+    // forward and backward compiled apart, the loss and loss.backward()
+    // eager around it.
+    auto forward = fx::compile(
+        *classifier, fn([&](const auto& in) { return classifier->forward(in[0].toTensor()); }), options);
+    auto around = [&](auto&& model) {
+      return [&, model](const Inputs& in) -> at::Tensor {
+        at::Tensor loss = torch::nn::functional::cross_entropy(model(in[0].toTensor()), in[1].toTensor());
+        loss.backward();
+        return loss;
+      };
+    };
+    auto eager_model = [&](const at::Tensor& x) { return classifier->forward(x); };
+    auto compiled_model = [&](const at::Tensor& x) { return forward->run({x}).toTensor(); };
+    program("fx::compile(module) under autograd: MLP classifier [256, 784]", flags,
+            Run(around(compiled_model)), around(eager_model),
             {torch::randn({256, 784}), torch::randint(10, {256})}, 1e-4, 1e-5, true, {}, 2);
   }
   std::printf("]}\n");

@@ -56,6 +56,16 @@ def training_step(model):
     return step
 
 
+def forward_and_backward(model):
+    """The cross-entropy of model(x) and loss.backward(), eager around `model`: the peer of fx::compile
+    called on a module under autograd (torch.compile(model), whose backward AOTAutograd compiles)."""
+    def step(x, labels):
+        loss = torch.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        return loss
+    return step
+
+
 def ten_inputs(*xs):
     y = xs[0]
     for i, x in enumerate(xs[1:], 1):
@@ -77,9 +87,10 @@ def first_call(name, compiled, eager, inputs, rtol, atol):
     return ms
 
 
-def program(name, runs, eager, inputs, rtol, atol, batched=1):
-    """torch.compile of `eager`: its first call, a check, both timed, then the first call at a second size."""
-    compiled = torch.compile(eager)
+def program(name, runs, eager, inputs, rtol, atol, batched=1, compiled=None):
+    """torch.compile of `eager` (or `compiled`): its first call, a check, both timed, then the first call at
+    a second size."""
+    compiled = compiled or torch.compile(eager)
     first_ms = first_call(name, compiled, eager, inputs, rtol, atol)
     rows = [time_forward("eager", runs, lambda: eager(*inputs)),
             time_forward("compiled", runs, lambda: compiled(*inputs))]
@@ -137,6 +148,10 @@ def main():
                                      torch.nn.Linear(1024, 1024), torch.nn.SiLU(), torch.nn.Linear(1024, 10))
     programs.append(program("training step: MLP classifier [256, 784]", args.runs, training_step(classifier),
                             [torch.randn(256, 784), torch.randint(10, (256,))], 1e-4, 1e-5, batched=2))
+    compiled_classifier = torch.compile(classifier)
+    programs.append(program("fx::compile(module) under autograd: MLP classifier [256, 784]", args.runs,
+                            forward_and_backward(classifier), [torch.randn(256, 784), torch.randint(10, (256,))],
+                            1e-4, 1e-5, batched=2, compiled=forward_and_backward(compiled_classifier)))
     print(json.dumps({"side": "torch", "threads": torch.get_num_threads(), "runs": args.runs, "programs": programs}))
 
 
