@@ -124,11 +124,6 @@ bool softmax_backward(Graph& graph, Node* n, bool log) {
 std::optional<double> constant_value(const Node& n) {
   if (n.args().empty()) return std::nullopt;
   const std::string& t = n.target().str();
-  auto number = [](const Argument& a) -> std::optional<double> {
-    if (a.is<double>()) return a.get<double>();
-    if (a.is<int64_t>()) return static_cast<double>(a.get<int64_t>());
-    return std::nullopt;
-  };
   if (t == "torch.ops.aten.fill.Scalar" && n.args().size() == 2) {
     const Node* like = n.args()[0].node();
     if (!like || like->target() != "torch.ops.aten.empty_like.default" || like->num_users() != 1)

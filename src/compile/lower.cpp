@@ -25,6 +25,12 @@
 
 namespace fx::compile_detail {
 
+std::optional<double> number(const Argument& a) {
+  if (a.is<double>()) return a.get<double>();
+  if (a.is<int64_t>()) return static_cast<double>(a.get<int64_t>());
+  return std::nullopt;
+}
+
 const passes::TensorMetadata* tensor_meta(const Node& node) {
   return node.meta().get<passes::TensorMetadata>("tensor_meta");
 }
@@ -75,10 +81,7 @@ std::string int_constant(int64_t value) {
 // The number `n` fills its tensor with, when it is `full(size, number)`.
 std::optional<double> filled_with(const Node& n) {
   if (n.target() != "torch.ops.aten.full.default" || n.args().size() != 2) return std::nullopt;
-  const Argument& v = n.args()[1];
-  if (v.is<double>()) return v.get<double>();
-  if (v.is<int64_t>()) return static_cast<double>(v.get<int64_t>());
-  return std::nullopt;
+  return number(n.args()[1]);
 }
 
 // Builds one node's expression: operands become {k} references (tensors)
@@ -97,10 +100,8 @@ class Builder {
   std::optional<double> scalar(size_t i, const char* key = nullptr) const {
     const Argument* a = arg(i, key);
     if (!a) return std::nullopt;
-    if (a->is<double>()) return a->get<double>();
-    if (a->is<int64_t>()) return static_cast<double>(a->get<int64_t>());
     if (a->is<bool>()) return a->get<bool>() ? 1.0 : 0.0;
-    return std::nullopt;
+    return number(*a);
   }
   // An operand as an expression: "{k}" for a tensor of the node's dtype, a
   // constant for a number; empty when it is neither (the node is not

@@ -97,6 +97,9 @@ inline c10::ScalarType compute_of(c10::ScalarType t) { return half_type(t) ? c10
 // "float", "double", "int64_t" or "int32_t". The generated source, the kernel node's
 // call and an exported project all spell it from here.
 const char* element_type(c10::ScalarType t);
+// A number argument's value (a Python int or float), or nothing for any
+// other kind of argument.
+std::optional<double> number(const Argument& a);
 // The single tensor's metadata of a node (its tensor_meta), or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
 // `m` with the strides at::empty gives its shape.

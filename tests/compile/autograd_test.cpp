@@ -3,11 +3,12 @@
 // LibTorch, step by step.
 #include <fx/compile.h>
 #include <fx/error.h>
+#include "fresh_options.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,14 +16,6 @@
 namespace {
 
 using testing::HasSubstr;
-
-fx::CompileOptions autograd_options() {
-  static std::atomic<int> n{0};
-  fx::CompileOptions o;
-  o.cache_dir =
-      testing::TempDir() + "fxcpp_autograd_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
-  return o;
-}
 
 // A block with pointwise work on both sides of the matrix products, a
 // layer norm, and a batch norm whose running statistics the forward updates.
@@ -80,7 +73,7 @@ TEST(CompileAutograd, TrainsAsEagerDoes) {
   auto [net, eager] = twin_blocks();
   auto compiled = fx::compile(
       *net, [&](const std::vector<c10::IValue>& in) { return c10::IValue(net->forward(in[0].toTensor())); },
-      autograd_options());
+      fresh_options());
   torch::manual_seed(1);
   for (int step = 0; step < 4; ++step) {
     at::Tensor x = torch::randn({12, 16}), target = torch::randn({12, 8});
@@ -114,7 +107,7 @@ TEST(CompileAutograd, FrozenParametersAndUnusedOutputs) {
   };
   auto compiled = fx::compile(
       *net, [&](const std::vector<c10::IValue>& in) { return c10::IValue(twice(*net, in[0].toTensor())); },
-      autograd_options());
+      fresh_options());
   torch::manual_seed(2);
   at::Tensor x = torch::randn({6, 16});
   for (int call = 0; call < 4; ++call) {
@@ -141,7 +134,7 @@ TEST(CompileAutograd, SecondDerivativeIsAnError) {
   auto [net, eager] = twin_blocks();
   auto compiled = fx::compile(
       *net, [&](const std::vector<c10::IValue>& in) { return c10::IValue(net->forward(in[0].toTensor())); },
-      autograd_options());
+      fresh_options());
   at::Tensor x = torch::randn({4, 16}, torch::requires_grad());
   compiled->run({x});  // captures
   at::Tensor loss = compiled->run({x}).toTensor().pow(2).sum();
@@ -187,7 +180,7 @@ TEST(CompileAutograd, ConvolutionsTrainAsEagerDoes) {
   }
   auto compiled = fx::compile(
       *net, [&](const std::vector<c10::IValue>& in) { return c10::IValue(net->forward(in[0].toTensor())); },
-      autograd_options());
+      fresh_options());
   at::Tensor x = torch::randn({4, 3, 16, 16});
   for (int call = 0; call < 3; ++call) {
     net->zero_grad();
@@ -220,7 +213,7 @@ TEST(CompileAutograd, ThreadsDifferentiateOneCompiledModule) {
 
   auto compiled = fx::compile(
       *holder, [&](const std::vector<c10::IValue>& in) { return c10::IValue(forward(in[0].toTensor())); },
-      autograd_options());
+      fresh_options());
   compiled->run({x}).toTensor().sum().backward();  // compiles
   constexpr int kThreads = 4, kCalls = 5;
   std::vector<std::thread> threads;
@@ -245,7 +238,7 @@ TEST(CompileAutograd, AHeldTensorThatRequiresGradRunsAsWritten) {
       [&](const std::vector<c10::IValue>& in) {
         return c10::IValue(torch::tanh(in[0].toTensor() * w) + 1.0);
       },
-      autograd_options());
+      fresh_options());
   for (int call = 0; call < 2; ++call) {
     w.mutable_grad() = at::Tensor();
     at::Tensor x = torch::randn({4, 8});

@@ -9,6 +9,8 @@
 #include <fx/models/resnet.h>
 #include <fx/models/vision_transformer.h>
 #include <fx/passes/shape_prop.h>
+#include "fresh_options.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -23,15 +25,6 @@
 namespace {
 
 using testing::HasSubstr;
-
-// A cache of this test run only, so that what is built is known.
-fx::CompileOptions fresh_options() {
-  static std::atomic<int> n{0};
-  fx::CompileOptions o;
-  o.cache_dir =
-      testing::TempDir() + "fxcpp_compile_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
-  return o;
-}
 
 void expect_close(const at::Tensor& got, const at::Tensor& want) {
   ASSERT_EQ(got.sizes(), want.sizes());

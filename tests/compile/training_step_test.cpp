@@ -4,11 +4,12 @@
 #include <fx/compile.h>
 #include <fx/error.h>
 #include <fx/models/mobilenetv2.h>
+#include "fresh_options.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <atomic>
 #include <limits>
 #include <string>
 #include <thread>
@@ -17,14 +18,6 @@ namespace {
 
 using testing::HasSubstr;
 using testing::Not;
-
-fx::CompileOptions step_options() {
-  static std::atomic<int> n{0};
-  fx::CompileOptions o;
-  o.cache_dir =
-      testing::TempDir() + "fxcpp_training_step_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
-  return o;
-}
 
 // Every activation whose backward the compiler lowers, and softmax and
 // log_softmax, whose backward it decomposes.
@@ -79,7 +72,7 @@ void expect_same_gradients(Activations& got, Activations& want) {
 
 TEST(CompileTrainingStep, StepsTrainAsEagerDoes) {
   auto [a, b] = twins();
-  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, training_step(*a), fresh_options());
   Step eager = training_step(*b);
   torch::optim::SGD opt_a(a->parameters(), 0.1), opt_b(b->parameters(), 0.1);
   at::Tensor x = torch::randn({24, 16}), y = torch::randint(0, 10, {24});
@@ -133,7 +126,7 @@ TEST(CompileTrainingStep, MobileNetTrainsAsEagerDoes) {
       return loss;
     };
   };
-  auto compiled = fx::compile_training_step(*a, step_of(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, step_of(*a), fresh_options());
   auto eager = step_of(*b);
   at::Tensor x = torch::randn({4, 3, 32, 32}), y = torch::randint(0, 10, {4});
   for (int step = 0; step < 2; ++step) {
@@ -157,7 +150,7 @@ TEST(CompileTrainingStep, MobileNetTrainsAsEagerDoes) {
 
 TEST(CompileTrainingStep, GradientsAccumulateAsBackwardDoes) {
   auto [a, b] = twins();
-  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, training_step(*a), fresh_options());
   Step eager = training_step(*b);
   at::Tensor x = torch::randn({8, 16}), y = torch::randint(0, 10, {8});
   // Without zero_grad: the capturing call, then two compiled ones, each
@@ -171,7 +164,7 @@ TEST(CompileTrainingStep, GradientsAccumulateAsBackwardDoes) {
 
 TEST(CompileTrainingStep, AFrozenParameterGetsNoGradientAndCompilesAgain) {
   auto [a, b] = twins();
-  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, training_step(*a), fresh_options());
   Step eager = training_step(*b);
   at::Tensor x = torch::randn({8, 16}), y = torch::randint(0, 10, {8});
   compiled->run({x, y});
@@ -194,7 +187,7 @@ TEST(CompileTrainingStep, AFrozenParameterGetsNoGradientAndCompilesAgain) {
 
 TEST(CompileTrainingStep, NeedsGradMode) {
   auto [a, b] = twins();
-  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, training_step(*a), fresh_options());
   torch::NoGradGuard no_grad;
   try {
     compiled->run({torch::randn({8, 16}), torch::randint(0, 10, {8})});
@@ -222,7 +215,7 @@ TEST(CompileTrainingStep, ThreadsAddTheirGradientsOneAtATime) {
   for (const auto& p : net->parameters()) one.push_back(p.grad().clone());
   net->zero_grad();
 
-  auto compiled = fx::compile_training_step(*net, step, step_options());
+  auto compiled = fx::compile_training_step(*net, step, fresh_options());
   compiled->run({x, y});  // compiles
   constexpr int kThreads = 4, kCalls = 5;
   std::vector<std::thread> threads;
@@ -241,7 +234,7 @@ TEST(CompileTrainingStep, ThreadsAddTheirGradientsOneAtATime) {
 // input requires grad runs eagerly, and the input gets its gradient.
 TEST(CompileTrainingStep, AnInputThatRequiresGradRunsTheStepAsItIs) {
   auto [a, b] = twins();
-  auto compiled = fx::compile_training_step(*a, training_step(*a), step_options());
+  auto compiled = fx::compile_training_step(*a, training_step(*a), fresh_options());
   at::Tensor x = torch::randn({8, 16}, torch::requires_grad()), y = torch::randint(0, 10, {8});
   compiled->run({x, y});
   EXPECT_TRUE(x.grad().defined());
@@ -271,7 +264,7 @@ TEST(CompileTrainingStep, BackwardOperatorsComputeAsAten) {
   };
   for (c10::ScalarType dtype : {at::kFloat, at::kDouble}) {
     torch::NoGradGuard no_grad;
-    auto compiled = fx::compile(backward, step_options());
+    auto compiled = fx::compile(backward, fresh_options());
     at::Tensor x = (torch::randn({16, 40}) * 4).to(dtype);
     const double inf = std::numeric_limits<double>::infinity();
     x[0][0] = std::numeric_limits<double>::quiet_NaN();
@@ -303,7 +296,7 @@ TEST(CompileTrainingStep, ASubmodulesTrainingFlagIsGuarded) {
   torch::NoGradGuard no_grad;
   auto compiled = fx::compile(
       *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
-      step_options());
+      fresh_options());
   at::Tensor x = torch::randn({16, 8}) * 3 + 1;
   compiled->run({x});
   EXPECT_TRUE(at::allclose(compiled->run({x}).toTensor(), net->forward(x), 1e-5, 1e-6));
