@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/nn/module.h>
 
 #include <string>
@@ -83,13 +84,25 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
     const AutogradProgram& p = *holder->program;
     const c10::IValue out = p.forward->run(graph_inputs);
     const auto& items = out.toTupleRef().elements();
-    torch::autograd::variable_list outputs, saved, constant;
+    torch::autograd::variable_list outputs, constant;
     for (size_t i = 0; i < p.layout.outputs; ++i) {
       outputs.push_back(tensor_at(items, i));
       if (!p.layout.differentiable[i] && outputs.back().defined()) constant.push_back(outputs.back());
     }
-    for (size_t i = p.layout.outputs; i < items.size(); ++i) saved.push_back(items[i].toTensor());
-    ctx->save_for_backward(saved);
+    // Kept in saved_data rather than by save_for_backward, so that the
+    // backward can let go of each value after its last use, as eager's
+    // autograd frees each node's saved tensors when that node has run.
+    // Each is a detached alias (an output's own tensor would hold this node
+    // through its grad_fn: a cycle); its version is kept to find in-place
+    // changes, as SavedVariable does.
+    c10::List<at::Tensor> saved;
+    c10::List<int64_t> versions;
+    for (size_t i = p.layout.outputs; i < items.size(); ++i) {
+      saved.push_back(items[i].toTensor().detach());
+      versions.push_back(static_cast<int64_t>(saved.get(saved.size() - 1)._version()));
+    }
+    ctx->saved_data["saved"] = std::move(saved);
+    ctx->saved_data["versions"] = std::move(versions);
     ctx->mark_non_differentiable(constant);
     ctx->saved_data["program"] = c10::IValue::make_capsule(holder);
     return outputs;
@@ -104,22 +117,46 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
           "without fx::compile");
     auto holder = c10::static_intrusive_pointer_cast<ProgramHolder>(ctx->saved_data["program"].toCapsule());
     const AutogradProgram& p = *holder->program;
+    auto found = ctx->saved_data.find("saved");
+    if (found == ctx->saved_data.end())
+      throw Error(
+          "fx::compile: the backward of a compiled call ran a second time, and its saved values were "
+          "freed after the first; pass retain_graph=true to the first backward to run it again");
     std::vector<c10::IValue> in;
-    for (const at::Tensor& s : ctx->get_saved_variables()) in.emplace_back(s);
+    {
+      // Unless the graph is kept for another backward, the compiled
+      // backward holds the only references, and frees each value after
+      // its last use.
+      const c10::List<at::Tensor> saved = found->second.toTensorList();
+      if (!torch::autograd::get_current_graph_task_keep_graph()) ctx->saved_data.erase(found);
+      const c10::List<int64_t> versions = ctx->saved_data.at("versions").toIntList();
+      for (size_t i = 0; i < saved.size(); ++i) {
+        at::Tensor s = saved.get(i);
+        if (static_cast<int64_t>(s._version()) != versions.get(i))
+          throw Error("fx::compile: one of the values the compiled backward needs ('" + p.saved_names.at(i) +
+                      "' of the forward) was modified by an in-place operation: it is at version " +
+                      std::to_string(s._version()) + ", the forward saved version " +
+                      std::to_string(versions.get(i)) + ". Change a copy of it instead");
+        in.emplace_back(std::move(s));
+      }
+    }
     for (size_t i = 0, k = 0; i < p.layout.outputs; ++i) {
       if (!p.layout.differentiable[i]) continue;
       const passes::TensorMetadata& m = p.tangents.at(k++);
       const at::Tensor& g = grad_outputs.at(i);
+      if (g.defined() && g.sizes() == c10::IntArrayRef(m.shape) &&
+          g.strides() == c10::IntArrayRef(m.stride)) {
+        in.emplace_back(g);
+        continue;
+      }
       at::Tensor t = at::empty_strided(m.shape, m.stride, at::TensorOptions().dtype(m.dtype));
-      if (!g.defined())
-        t.zero_();
-      else if (g.sizes() == c10::IntArrayRef(m.shape) && g.strides() == c10::IntArrayRef(m.stride))
-        t = g;
-      else
+      if (g.defined())
         t.copy_(g);
+      else
+        t.zero_();
       in.emplace_back(std::move(t));
     }
-    const c10::IValue out = p.backward->run(in);
+    const c10::IValue out = p.backward->run(std::move(in));
     const auto& grads = out.toTupleRef().elements();
     // One per argument of forward: the holder, the graph inputs, then wrt.
     torch::autograd::variable_list result(2);

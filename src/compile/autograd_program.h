@@ -14,6 +14,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace torch::nn {
@@ -60,6 +61,8 @@ struct AutogradProgram {
   // compiled graphs read; the compiled forward and backward.
   std::unique_ptr<GraphModule> joint, captured_forward, captured_backward;
   std::unique_ptr<GraphModule> forward, backward;
+  // The names of the values the forward saves, for errors.
+  std::vector<std::string> saved_names;
   // Each tangent's layout: a gradient autograd hands over laid out
   // otherwise is copied so, one it does not hand over is zeros.
   std::vector<passes::TensorMetadata> tangents;

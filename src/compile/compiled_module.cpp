@@ -648,6 +648,7 @@ std::shared_ptr<const cd::AutogradProgram> compile_autograd(
   const std::vector<Value> backward_examples = example_inputs(backward_inputs, "backward");
   for (size_t i = parts.num_saved; i < backward_inputs.size(); ++i)
     program->tangents.push_back(*cd::tensor_meta(*backward_inputs[i]));
+  for (size_t i = 0; i < parts.num_saved; ++i) program->saved_names.push_back(backward_inputs[i]->name());
   // The backward was captured for the layouts the forward saved: the
   // forward keeps them.
   program->forward = compile_graph(*parts.forward, inputs, options, report, sources, "", may_build, dynamic,

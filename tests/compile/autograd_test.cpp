@@ -151,6 +151,44 @@ TEST(CompileAutograd, SecondDerivativeIsAnError) {
   expect_close_tensors(g[0], want[0], "the input's gradient");
 }
 
+// The values the forward saves follow autograd's rules: an in-place change
+// to one before the backward is an error, and a second backward needs
+// retain_graph on the first.
+TEST(CompileAutograd, SavedValuesFollowAutogradsRules) {
+  torch::manual_seed(5);
+  torch::nn::Linear lin(6, 3);
+  auto compiled = fx::compile(
+      *lin,
+      [&](const std::vector<c10::IValue>& in) { return c10::IValue(torch::tanh(lin(in[0].toTensor()))); },
+      fresh_options());
+  at::Tensor x = torch::randn({4, 6});
+  compiled->run({x});  // compiles
+  at::Tensor changed = x.clone();
+  at::Tensor y = compiled->run({changed}).toTensor();
+  changed.add_(1.0);  // the weight's gradient needs the input as it was
+  try {
+    y.sum().backward();
+    FAIL() << "no error for a saved value changed in place";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("modified by an in-place operation"));
+  }
+
+  lin->zero_grad();
+  at::Tensor z = compiled->run({x}).toTensor().sum();
+  z.backward({}, /*retain_graph=*/true);
+  z.backward();
+  at::Tensor twice = lin->weight.grad().clone();
+  lin->zero_grad();
+  torch::tanh(lin(x)).sum().backward();
+  expect_close_tensors(twice, lin->weight.grad() * 2, "the weight's gradient of two backwards");
+  try {
+    z.backward();
+    FAIL() << "no error for a third backward after one without retain_graph";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("retain_graph=true"));
+  }
+}
+
 // Convolutions, batch norm and a residual add: the forward keeps the
 // layouts the backward was captured for, so the gradients are eager's.
 struct ConvNet : torch::nn::Module {
