@@ -125,6 +125,11 @@ class CompiledModule {
   // compilation did. Valid until a later run() uses another specialization
   // (which may drop this one). Throw fx::Error before the first run.
   GraphModule& compiled_graph() const;
+  // The compiled backward of that specialization, when it was compiled
+  // for autograd (compiled_graph() is then its forward, which returns its
+  // outputs and then the values the backward reads). Throws fx::Error
+  // when it was compiled without autograd, or before the first run.
+  GraphModule& compiled_backward_graph() const;
   const CompileReport& report() const;
 
   // Writes the program of the last compiled call as a standalone LibTorch

@@ -756,6 +756,17 @@ GraphModule& CompiledModule::compiled_graph() const {
   return last_->runs();
 }
 
+GraphModule& CompiledModule::compiled_backward_graph() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!last_)
+    throw Error("fx::CompiledModule::compiled_backward_graph: nothing is compiled before the first run()");
+  if (!last_->autograd)
+    throw Error(
+        "fx::CompiledModule::compiled_backward_graph: the last compiled call has no backward: it ran "
+        "without autograd (under NoGradGuard, or with nothing that requires grad)");
+  return *last_->autograd->backward;
+}
+
 const CompileReport& CompiledModule::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!last_) throw Error("fx::CompiledModule::report: nothing is compiled before the first run()");

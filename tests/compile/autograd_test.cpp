@@ -97,6 +97,18 @@ TEST(CompileAutograd, TrainsAsEagerDoes) {
   // Kernels on both sides: the forward's pointwise chain, and its backward.
   EXPECT_GE(compiled->report().kernels, 2u);
   EXPECT_THAT(compiled->compiled_graph().graph().to_string(), HasSubstr("fxcpp.compiled."));
+  const std::string backward = compiled->compiled_backward_graph().graph().to_string();
+  EXPECT_THAT(backward, HasSubstr("placeholder[target=tangents_1]"));
+  EXPECT_THAT(backward, HasSubstr("fxcpp.compiled."));
+  // Under NoGradGuard the same module compiles its forward alone.
+  torch::NoGradGuard no_grad;
+  compiled->run({torch::randn({12, 16})});
+  try {
+    compiled->compiled_backward_graph();
+    FAIL() << "a backward graph for a call without autograd";
+  } catch (const fx::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has no backward"));
+  }
 }
 
 TEST(CompileAutograd, FrozenParametersAndUnusedOutputs) {
