@@ -8,7 +8,6 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/graph_task.h>
-#include <torch/nn/module.h>
 
 #include <string>
 #include <utility>
@@ -168,12 +167,11 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
 
 }  // namespace
 
-std::vector<at::Tensor> differentiable_inputs(torch::nn::Module* root,
+std::vector<at::Tensor> differentiable_inputs(const std::vector<at::Tensor>& parameters,
                                               const std::vector<c10::IValue>& graph_inputs, bool& nested) {
   std::vector<at::Tensor> wrt;
-  if (root)
-    for (const at::Tensor& p : root->parameters(/*recurse=*/true))
-      if (p.requires_grad()) wrt.push_back(p);
+  for (const at::Tensor& p : parameters)
+    if (p.requires_grad()) wrt.push_back(p);
   nested = false;
   for (const c10::IValue& v : graph_inputs) {
     if (v.isTensor()) {
@@ -187,13 +185,14 @@ std::vector<at::Tensor> differentiable_inputs(torch::nn::Module* root,
   return wrt;
 }
 
-CaptureFunction joint_function(CaptureFunction fn, torch::nn::Module* root, JointLayout& layout) {
-  return [fn = std::move(fn), root, &layout](const std::vector<c10::IValue>& in) -> c10::IValue {
+CaptureFunction joint_function(CaptureFunction fn, const std::vector<at::Tensor>& parameters,
+                               JointLayout& layout) {
+  return [fn = std::move(fn), &parameters, &layout](const std::vector<c10::IValue>& in) -> c10::IValue {
     c10::IValue result = fn(in);
     layout = JointLayout{};
     std::vector<at::Tensor> outputs;
     bool nested = false;
-    const std::vector<at::Tensor> wrt = differentiable_inputs(root, in, nested);
+    const std::vector<at::Tensor> wrt = differentiable_inputs(parameters, in, nested);
     layout.supported = flatten(result, outputs) && !nested;
     size_t none = 0;
     layout.skeleton = replace_tensors(result, {}, none);
@@ -220,11 +219,12 @@ CaptureFunction joint_function(CaptureFunction fn, torch::nn::Module* root, Join
   };
 }
 
-c10::IValue run_autograd(const std::shared_ptr<const AutogradProgram>& program, torch::nn::Module* root,
+c10::IValue run_autograd(const std::shared_ptr<const AutogradProgram>& program,
+                         const std::vector<at::Tensor>& parameters,
                          const std::vector<c10::IValue>& graph_inputs) {
   const JointLayout& layout = program->layout;
   bool nested = false;
-  const std::vector<at::Tensor> wrt = differentiable_inputs(root, graph_inputs, nested);
+  const std::vector<at::Tensor> wrt = differentiable_inputs(parameters, graph_inputs, nested);
   if (wrt.size() != layout.has_grad.size())
     throw Error("fx::compile: a compiled call differentiates for " + std::to_string(layout.has_grad.size()) +
                 " tensors, but this call for " + std::to_string(wrt.size()));

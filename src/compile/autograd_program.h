@@ -17,10 +17,6 @@
 #include <string>
 #include <vector>
 
-namespace torch::nn {
-class Module;
-}
-
 namespace fx::compile_detail {
 
 // What the joint capture found about the code's result and its gradients.
@@ -39,10 +35,11 @@ struct JointLayout {
   bool supported = true;
 };
 
-// The tensors a call is differentiated for: root's parameters that require
-// grad, in named_parameters' order, then the tensors among `graph_inputs`
-// that require grad. Sets `nested` when a list or tuple holds one.
-std::vector<at::Tensor> differentiable_inputs(torch::nn::Module* root,
+// The tensors a call is differentiated for: those of `parameters` (the
+// root's, as the compiled module keeps them for its guard) that require
+// grad, then the tensors among `graph_inputs` that require grad. Sets
+// `nested` when a list or tuple holds one.
+std::vector<at::Tensor> differentiable_inputs(const std::vector<at::Tensor>& parameters,
                                               const std::vector<c10::IValue>& graph_inputs, bool& nested);
 
 // `fn` (a function of the graph inputs) as a joint function to capture: it
@@ -51,12 +48,12 @@ std::vector<at::Tensor> differentiable_inputs(torch::nn::Module* root,
 // records them, and returns (outputs..., tangents..., gradients...) flat.
 // It fills `layout`. fn's own result keeps its autograd graph
 // (retain_graph), so that the call that captures can return it.
-CaptureFunction joint_function(CaptureFunction fn, torch::nn::Module* root, JointLayout& layout);
+CaptureFunction joint_function(CaptureFunction fn, const std::vector<at::Tensor>& parameters,
+                               JointLayout& layout);
 
 // A compiled forward and backward of one specialization.
 struct AutogradProgram {
   JointLayout layout;
-  size_t num_saved = 0;
   // The joint graph and its two parts as captured, which own what the
   // compiled graphs read; the compiled forward and backward.
   std::unique_ptr<GraphModule> joint, captured_forward, captured_backward;
@@ -70,7 +67,8 @@ struct AutogradProgram {
 
 // One call: the compiled forward on the call's graph inputs, inside an
 // autograd node whose backward is the compiled backward.
-c10::IValue run_autograd(const std::shared_ptr<const AutogradProgram>& program, torch::nn::Module* root,
+c10::IValue run_autograd(const std::shared_ptr<const AutogradProgram>& program,
+                         const std::vector<at::Tensor>& parameters,
                          const std::vector<c10::IValue>& graph_inputs);
 
 }  // namespace fx::compile_detail

@@ -640,7 +640,6 @@ std::shared_ptr<const cd::AutogradProgram> compile_autograd(
   auto program = std::make_shared<cd::AutogradProgram>();
   program->layout = layout;
   cd::JointPartition parts = cd::partition_joint(*joint, layout.outputs, layout.tangents);
-  program->num_saved = parts.num_saved;
   std::vector<Node*> backward_inputs;
   for (Node* n : parts.backward->graph().nodes())
     if (n->op() == Op::placeholder) backward_inputs.push_back(n);
@@ -826,7 +825,7 @@ c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
   // `s` keeps the specialization alive while it runs, should another
   // thread's call evict it meanwhile.
   if (!s->runs_compiled()) return fn_(inputs);
-  if (s->autograd) return cd::run_autograd(s->autograd, root_, graph_inputs(inputs));
+  if (s->autograd) return cd::run_autograd(s->autograd, parameters_, graph_inputs(inputs));
   if (!training_step_) return s->compiled->run(s->constants ? graph_inputs(inputs) : inputs);
   // The graph computes the gradients itself: autograd records none of it.
   c10::IValue out;
@@ -883,7 +882,7 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     return out;
   };
   cd::JointLayout layout;
-  const CaptureFunction to_capture = autograd ? cd::joint_function(recorded, root_, layout) : recorded;
+  const CaptureFunction to_capture = autograd ? cd::joint_function(recorded, parameters_, layout) : recorded;
   s->captured = training_step_ ? capture_training_step(*root_, recorded, tensors, capture_options)
                 : root_        ? capture(*root_, to_capture, tensors, capture_options)
                                : capture(to_capture, tensors, capture_options);
