@@ -6,7 +6,9 @@
 # (tests/capture/capture_test.cpp), four threads sharing one
 # fx::compile module that compiles its specializations on first use
 # (tests/compile/compile_test.cpp), and four threads running one compiled
-# training step (tests/compile/training_step_test.cpp). A data race fails the run. About 12
+# training step (tests/compile/training_step_test.cpp), four differentiating
+# one compiled module (tests/compile/autograd_test.cpp), and eight sharing one
+# kept weight value (tests/compile/weight_cache_test.cpp). A data race fails the run. About 12
 # minutes on 2 cores, most of it building fxcpp once more; not part of CI's
 # 45 minutes.
 #
@@ -32,4 +34,4 @@ export OMP_NUM_THREADS=1
 build-tsan/tests/unit/fx_concurrency_tests
 build-tsan/tests/capture/fx_capture_tests
 build-tsan/tests/compile/fx_compile_tests \
-  --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime:CompileAutograd.ThreadsDifferentiateOneCompiledModule
+  --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime:CompileAutograd.ThreadsDifferentiateOneCompiledModule:WeightCache.ThreadsShareOneCache

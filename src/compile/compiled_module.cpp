@@ -503,11 +503,14 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 // `dynamic`: kernels that take their sizes as arguments, else static ones.
 // `channels_last`: the layout pass may run (not on a forward whose outputs
 // the backward reads as captured: it would copy each one back).
+// `weights_change`: every call reads other weights (a training step's), so
+// that a weight copied to channels_last is copied on each call.
 std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,
                                            const CompileOptions& options, CompileReport& report,
                                            std::vector<GraphSource>& sources, const std::string& label,
                                            const std::function<void(const std::string&)>& may_build,
-                                           bool dynamic, bool channels_last = true) {
+                                           bool dynamic, bool channels_last = true,
+                                           bool weights_change = false) {
   Phases& phase = report.phase_ms;
   auto t = std::chrono::steady_clock::now();
   Graph& graph = captured.graph();
@@ -518,7 +521,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   // The sizes, strides and dtypes the phases read are fx::capture's: it
   // records each node's tensor_meta from the tensor it saw, as ShapeProp
   // would (running the graph again, a second forward, only to find them).
-  if (channels_last) cd::channels_last_convolutions(captured, inputs);
+  if (channels_last) cd::channels_last_convolutions(captured, inputs, !weights_change);
   add_phase(phase, "layout", ms_since(t));
   cd::decompose(graph);
   add_phase(phase, "decompose", ms_since(t));
@@ -550,8 +553,9 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
       if (!branch) continue;
       const std::string where = (label.empty() ? "" : label + ".") + path;
       // while_loop's condition and body both take the carried values.
-      branches.emplace_back(path, compile_graph(*branch, example_inputs(call.operands, where), options,
-                                                report, sources, where, may_build, dynamic));
+      branches.emplace_back(
+          path, compile_graph(*branch, example_inputs(call.operands, where), options, report, sources, where,
+                              may_build, dynamic, channels_last, weights_change));
     }
   }
   t = std::chrono::steady_clock::now();  // the branches counted their own phases
@@ -622,10 +626,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   g->set_pytree_info(graph.pytree_info());
   report.kernels += kernels.size();
   auto compiled = std::make_unique<GraphModule>(captured, std::move(g), "CompiledGraphModule");
-  if (!branches.empty()) {
-    for (auto& [path, branch] : branches) compiled->add_submodule(path, branch);
-    compiled->recompile();
-  }
+  for (auto& [path, branch] : branches) compiled->add_submodule(path, branch);
+  if (cd::cache_weight_computations(*compiled) > 0 || !branches.empty()) compiled->recompile();
   add_phase(phase, "wrap", ms_since(t));
   return compiled;
 }
@@ -788,7 +790,7 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
     throw Error(
         "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an "
         "exported project does not run yet; run it with fx::compile");
-  cd::export_project(*s->compiled, s->source, s->sites, dir, options);
+  cd::export_project(*cd::inline_weight_caches(*s->compiled), s->source, s->sites, dir, options);
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
@@ -915,7 +917,8 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
       s->captured.reset();
     else if (!autograd)
       s->compiled =
-          compile_graph(*s->captured, examples, options_, s->report, sources, "", may_build, dynamic);
+          compile_graph(*s->captured, examples, options_, s->report, sources, "", may_build, dynamic,
+                        /*channels_last=*/true, /*weights_change=*/training_step_);
     else if (layout.supported)
       s->autograd = compile_autograd(std::move(s->captured), layout, examples, options_, s->report, sources,
                                      may_build, dynamic);

@@ -4,14 +4,16 @@
 // 470 ms against 610 in eager PyTorch on the 2-core machine of
 // docs/benchmarks.md, mobilenet_v2 107 against 160. Inductor's layout
 // optimization makes the same choice. In a graph of two or more 2-d
-// float32 convolutions whose inputs hold more elements than their weights,
-// the input of each that is row-major is copied to channels_last once; the
-// convolution's result is then channels_last, the kernels after it keep
-// that layout (order_loops) and so do ATen's pooling and pointwise calls,
-// so the next convolution reads channels_last with no copy. The weights
-// stay as they are, and ATen copies each to channels_last on every call:
-// hence the rule below on images and weights. A graph output whose layout
-// this changed is copied back to the layout eager gives it.
+// float32 convolutions, the input of each that is row-major is copied to
+// channels_last once; the convolution's result is then channels_last, the
+// kernels after it keep that layout (order_loops) and so do ATen's pooling
+// and pointwise calls, so the next convolution reads channels_last with no
+// copy. Each weight is copied to channels_last too, where ATen would copy it
+// on every call: a weight read through get_attr is copied once and kept
+// (weight_cache.cpp) while it does not change, so only the weights copied on
+// every call (graph inputs, or all of them in a training step, whose
+// optimizer changes them) count against the images below. A graph output
+// whose layout this changed is copied back to the layout eager gives it.
 #include "phases.h"
 
 #include <c10/util/accumulate.h>
@@ -34,7 +36,7 @@ bool row_major_image(const Node& x) {
 
 }  // namespace
 
-size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs) {
+size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs, bool weights_kept) {
   Graph& graph = gm.graph();
   // One convolution alone would pay for the copies in and out and gain
   // one convolution's difference: only a network of them is worth it.
@@ -48,16 +50,26 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
     if (!x || !w || x->dtype != c10::kFloat || x->shape.size() != 4 || w->shape.size() != 4) continue;
     convolutions.push_back(conv);
     images += c10::multiply_integers(x->shape);
-    weights += c10::multiply_integers(w->shape);
+    if (!weights_kept || args[1].node()->op() != Op::get_attr) weights += c10::multiply_integers(w->shape);
   }
-  // ATen copies each weight to the input's layout on every call: where the
-  // weights outweigh the images, as in resnet50 at batch 1 (10.7M input
-  // elements, 23.5M weights: 15 % slower, and each call's peak memory holds
-  // a copied weight), row-major is faster; at batch 8 (85M) channels_last
-  // is 1.46x faster, as is mobilenet_v2 at batch 1 (6.8M against 2.2M).
+  // A weight copied on every call costs what the copy of an image does:
+  // where such weights outweigh the images, as in a training step of
+  // resnet50 at batch 1 (10.7M input elements, 23.5M weights: 15 % slower),
+  // row-major is faster; at batch 8 (85M) channels_last is 1.46x faster,
+  // as is mobilenet_v2 at batch 1 (6.8M against 2.2M).
   if (convolutions.size() < 2 || images < weights) return 0;
   std::unordered_map<Node*, Node*> copies;  // a value read by several convolutions is copied once
+  std::unordered_map<Node*, Node*> weight_copies;
   for (Node* conv : convolutions) {
+    Node* w = conv->args()[1].node();
+    if (tensor_meta(*w)->memory_format != c10::MemoryFormat::ChannelsLast) {
+      Node*& copy = weight_copies[w];
+      if (!copy) {
+        auto at = graph.inserting_before(conv);
+        copy = graph.call_function(kClone, {w}, {{"memory_format", c10::MemoryFormat::ChannelsLast}});
+      }
+      conv->replace_input_with(w, copy);
+    }
     if (!row_major_image(*conv->args()[0].node())) continue;
     Node* x = conv->args()[0].node();
     Node*& copy = copies[x];
@@ -67,7 +79,7 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
     }
     conv->replace_input_with(x, copy);
   }
-  if (copies.empty()) return 0;
+  if (copies.empty() && weight_copies.empty()) return 0;
 
   // The outputs' layouts before, to restore them after.
   Node* output = graph.output_node();
@@ -77,7 +89,7 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   propagate_tensor_meta(gm, inputs);
   // Before the propagation every input looked row-major; now a copy whose input
   // comes channels_last from an earlier convolution is known to be idle.
-  size_t added = 0;
+  size_t added = weight_copies.size();
   for (auto& [x, copy] : copies) {
     if (tensor_meta(*x)->memory_format != c10::MemoryFormat::ChannelsLast) {
       ++added;

@@ -9,6 +9,7 @@
 //   generate_cpp(kernels, ...) -> source      codegen_cpp.cpp
 //   build_library(source, ...) -> library     build.cpp
 //   mark_reuse, sink_weight_computations      memory_plan.cpp (on the graph that runs)
+//   cache_weight_computations(compiled)       weight_cache.cpp (on the GraphModule that runs)
 //   partition_joint(joint) -> forward, backward  partition.cpp (before the others, under autograd)
 //   export_project(compiled, ...) -> files    export_project.cpp (on request)
 //
@@ -33,13 +34,16 @@
 namespace fx::compile_detail {
 
 // ---- layout.cpp ------------------------------------------------------------
-// Makes 2-d float32 convolutions read channels_last (NHWC) tensors, which
-// oneDNN runs faster, where there are two or more and their inputs hold
-// more elements than their weights: the row-major input of each is copied to
-// channels_last, and what follows keeps that layout. Propagates the new
-// layouts (ShapeProp on meta tensors) when it changed anything, and copies a graph output whose
-// layout changed back to its layout before. Returns the copies it added.
-size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs);
+// Makes 2-d float32 convolutions read channels_last (NHWC) tensors and
+// weights, which oneDNN runs faster, where there are two or more and their
+// inputs hold more elements than the weights copied on every call (all of
+// them unless `weights_kept`; else those that are not get_attr nodes, which
+// cache_weight_computations keeps): the row-major input and weight of each
+// are copied to channels_last, and what follows keeps that layout.
+// Propagates the new layouts (ShapeProp on meta tensors) when it changed
+// anything, and copies a graph output whose layout changed back to its
+// layout before. Returns the copies it added.
+size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inputs, bool weights_kept);
 
 // ---- meta_prop.cpp ---------------------------------------------------------
 // Records each node's tensor_meta for `inputs` as ShapeProp does, running
@@ -263,6 +267,18 @@ void mark_reuse(Node& call, const Kernel& k, const KernelForm& form);
 // eps), a parameter's view) to just before its first reader, so that it
 // lives only while it is needed.
 void sink_weight_computations(Graph& graph);
+
+// ---- weight_cache.cpp ------------------------------------------------------
+// On the GraphModule a specialization runs: each value computed from the
+// weights alone (a convolution weight copied to channels_last, a batch
+// norm's scale) becomes a submodule `cached_<node>` that computes it on the
+// first call and again only when a weight it reads has changed (another
+// tensor, another layout or a write: its version). Call recompile() after.
+// Returns the submodules made.
+size_t cache_weight_computations(GraphModule& compiled);
+// The same program with each such submodule's computation inlined again,
+// for export_cpp.
+std::unique_ptr<GraphModule> inline_weight_caches(GraphModule& compiled);
 
 // ---- partition.cpp ---------------------------------------------------------
 // A joint graph (autograd_program.cpp captures one) returns a flat tuple:
