@@ -157,6 +157,12 @@ class WeightCache : public Module {
 
   const GraphModule& tree() const { return *tree_; }
 
+  // A copy (GraphModule::deepcopy, .to(device)) shares the tree, which
+  // holds no tensor, and keeps nothing yet.
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<c10::Device>& = c10::nullopt) const override {
+    return std::make_shared<WeightCache>(tree_, forward_params());
+  }
+
  private:
   std::shared_ptr<GraphModule> tree_;
   std::mutex mu_;

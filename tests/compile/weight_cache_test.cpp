@@ -127,6 +127,11 @@ TEST(WeightCache, InliningGivesTheComputationBack) {
   auto inlined = fx::compile_detail::inline_weight_caches(*gm);
   EXPECT_EQ(inlined->graph().to_string(), before);
   EXPECT_TRUE(at::allclose(first(inlined->run({x})), x.mm((w * 2).t())));
+  // A deep copy has its own weight and keeps its own value.
+  auto copy = gm->deepcopy();
+  w.zero_();
+  EXPECT_TRUE(at::allclose(first(gm->run({x})), torch::zeros({3, 5})));
+  EXPECT_FALSE(at::allclose(first(copy->run({x})), torch::zeros({3, 5})));
 }
 
 // Eight threads miss at once, then hit: each gets the right value.
