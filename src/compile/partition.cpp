@@ -1,12 +1,15 @@
 // Splits a joint graph of the forward and the backward into the two graphs
-// that autograd runs apart, as AOTAutograd's default partition does: the
-// forward computes everything that does not depend on the tangents and
-// saves what the backward reads; the backward starts from those and the
-// tangents.
+// that autograd runs apart, as AOTAutograd's min-cut partition does: the
+// forward computes what its outputs and effects need and saves the values
+// from which the backward computes what it reads, chosen to save the fewest
+// bytes; the backward starts from those and the tangents.
+#include "max_flow.h"
 #include "phases.h"
 
 #include <fx/error.h>
 #include <fx/graph.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
 #include <string>
@@ -25,6 +28,88 @@ const std::vector<Argument>& output_items(const Graph& joint) {
   return out->args()[0].get<Tuple>().items;
 }
 
+// Per node (by its dense index): forward (depends on no tangent), backward
+// (reads a tangent, or something that does), a tangent itself, or a forward
+// value the backward computes again.
+enum Side : uint8_t { forward, backward, tangent, recomputed };
+
+// Whether the backward may compute `n` again from its inputs: a pure
+// pointwise operator or a view, which fuse into the backward's kernels.
+// Matrix products, convolutions, reductions and random operators are not
+// (AOTAutograd's min-cut partition draws the same line).
+bool is_view(const c10::OperatorHandle& op) {
+  for (const auto& r : op.schema().returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
+  return false;
+}
+
+bool recomputable(const Node& n) {
+  if (n.op() != Op::call_function || n.is_impure()) return false;
+  if (n.target().str() == "operator.getitem") return true;
+  const c10::OperatorHandle* op = n.target().operator_handle();
+  return op && op->hasSchema() && (op->hasTag(at::Tag::pointwise) || is_view(*op));
+}
+
+// What saving `n` costs: twice its bytes, and one more for a view, so that
+// of a view and its base, which cost the same, the base is saved. A value
+// that is no tensor (a tuple) cannot be saved as one, and costs more than
+// any tensor.
+int64_t save_cost(const Node& n) {
+  constexpr int64_t kNotATensor = int64_t{1} << 40;
+  const passes::TensorMetadata* m = tensor_meta(n);
+  if (!m) return kNotATensor;
+  int64_t numel = 1;
+  for (int64_t d : m->shape) numel *= d;
+  const c10::OperatorHandle* op = n.op() == Op::call_function ? n.target().operator_handle() : nullptr;
+  const bool view = op && op->hasSchema() && is_view(*op);
+  return 2 * numel * static_cast<int64_t>(c10::elementSize(m->dtype)) + (view ? 1 : 0);
+}
+
+// Which forward values to save so that the backward can compute what it
+// reads (`read_back`) from them, saving the fewest bytes: AOTAutograd's
+// min-cut rematerialization. Each forward node is an edge in -> out whose
+// capacity is what saving it costs; an edge of infinite capacity from the source
+// reaches the inputs and every node the forward computes anyway that the
+// backward may not compute again, and one to the sink leaves each value the
+// backward reads. A minimum cut crosses the edges of the values to save;
+// of the minimum cuts, the one nearest the backward computes least again.
+// The forward's needed pointwise values can thus be recomputed: GELU's
+// output, which the next matrix product's gradient reads, is computed
+// again from its input, which GELU's own gradient reads anyway. Parameters
+// are never saved: the backward reads them itself.
+std::vector<char> min_cut_saved(const Graph& graph, const std::vector<Side>& side,
+                                const std::vector<char>& needed, const std::vector<char>& read_back) {
+  const int bound = static_cast<int>(graph.index_bound());
+  const int source = 2 * bound, sink = 2 * bound + 1;
+  auto in = [](const Node* n) { return 2 * static_cast<int>(n->index()); };
+  MaxFlow flow(2 * bound + 2);
+  for (Node* n : graph.nodes()) {
+    const size_t i = n->index();
+    if (n->op() == Op::output || side[i] != forward) continue;
+    if (n->op() != Op::get_attr) {
+      flow.add_edge(in(n), in(n) + 1, save_cost(*n));
+      if (n->op() == Op::placeholder || (needed[i] && !recomputable(*n)))
+        flow.add_edge(source, in(n), MaxFlow::kInfinite);
+    }
+    for (const Node* user : n->users())
+      if (user->op() != Op::output && side[user->index()] == forward)
+        flow.add_edge(in(n) + 1, in(user), MaxFlow::kInfinite);
+    if (read_back[i]) flow.add_edge(in(n) + 1, sink, MaxFlow::kInfinite);
+  }
+  std::vector<char> saved(graph.index_bound(), 0);
+  if (flow.run(source, sink) >= MaxFlow::kInfinite) {
+    // No finite cut (a value the backward reads that cannot be saved):
+    // save what it reads, as the default partition does.
+    for (Node* n : graph.nodes()) saved[n->index()] = read_back[n->index()] && n->op() != Op::get_attr;
+    return saved;
+  }
+  const std::vector<char> reaches = flow.reaching(sink);
+  for (Node* n : graph.nodes())
+    saved[n->index()] = n->op() != Op::get_attr && n->op() != Op::output && side[n->index()] == forward &&
+                        !reaches[in(n)] && reaches[in(n) + 1];
+  return saved;
+}
+
 }  // namespace
 
 JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t num_tangents) {
@@ -34,9 +119,6 @@ JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t nu
     throw Error("fx::compile: the joint graph returns " + std::to_string(items.size()) +
                 " values, fewer than its " + std::to_string(num_outputs) + " outputs and " +
                 std::to_string(num_tangents) + " tangents");
-  // Per node (by its dense index): 0 forward, 1 backward (reads a tangent,
-  // or something that does), 2 a tangent itself.
-  enum Side : uint8_t { forward, backward, tangent };
   std::vector<Side> side(graph.index_bound(), forward);
   std::vector<Node*> tangents;
   for (size_t i = num_outputs; i < num_outputs + num_tangents; ++i) {
@@ -53,11 +135,7 @@ JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t nu
       if (side[in->index()] != forward) side[n->index()] = backward;
   }
   // What the forward needs: its outputs, what has effects (a batch norm's
-  // running statistics written back), and what they read. The rest of what
-  // does not depend on a tangent (silu's 1 - sigmoid(x) in its backward) is
-  // computed in the backward, from saved values, where it fuses with the
-  // tangent's arithmetic; computing it in the forward would save its result
-  // instead of its input.
+  // running statistics written back), and what they read.
   std::vector<char> needed(graph.index_bound(), 0);
   for (size_t i = 0; i < num_outputs; ++i)
     if (Node* o = items[i].node()) needed[o->index()] = 1;
@@ -67,33 +145,47 @@ JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t nu
     if (needed[n->index()])
       for (Node* in : n->all_input_nodes()) needed[in->index()] = 1;
   }
-  // A parameter stays, and so does an element of a forward node's tuple
-  // (batch norm's saved mean): the backward reads tensors, not tuples.
-  auto stays = [&](const Node* n) {
-    if (n->op() != Op::call_function) return true;
-    if (n->target().str() != "operator.getitem") return false;
-    const Node* of = n->args().empty() ? nullptr : n->args()[0].node();
-    return of && side[of->index()] == forward && needed[of->index()];
-  };
-  for (Node* n : graph.nodes())
-    if (side[n->index()] == forward && !needed[n->index()] && !stays(n)) side[n->index()] = backward;
-  // A forward value the backward reads is saved, but a parameter: the
-  // backward reads it itself.
-  std::vector<Node*> saved;
-  std::vector<char> is_saved(graph.index_bound(), 0);
-  auto save = [&](Node* n) {
-    if (side[n->index()] != forward || n->op() == Op::get_attr || is_saved[n->index()]) return;
-    is_saved[n->index()] = 1;
-    saved.push_back(n);
-  };
+  // What the backward reads of the forward's values: each is saved, or
+  // computed again in the backward from saved values (min_cut_saved).
+  std::vector<char> read_back(graph.index_bound(), 0);
   for (Node* n : graph.nodes())
     if (n->op() != Op::output && side[n->index()] == backward)
-      for (Node* in : n->all_input_nodes()) save(in);
+      for (Node* in : n->all_input_nodes())
+        if (side[in->index()] == forward) read_back[in->index()] = 1;
   for (size_t i = num_outputs + num_tangents; i < items.size(); ++i)
-    if (Node* g = items[i].node()) save(g);
-  // Saved in graph order, so that the backward's placeholders read as the
-  // forward computed them.
-  std::sort(saved.begin(), saved.end(), [](const Node* a, const Node* b) { return a->is_before(b); });
+    if (Node* g = items[i].node(); g && side[g->index()] == forward) read_back[g->index()] = 1;
+  std::vector<char> is_saved = min_cut_saved(graph, side, needed, read_back);
+  // The backward computes again what it reads and is not saved, back to
+  // saved values and parameters (which it reads itself).
+  std::vector<Node*> stack;
+  for (Node* n : graph.nodes())
+    if (read_back[n->index()]) stack.push_back(n);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (side[n->index()] != forward || is_saved[n->index()] || n->op() == Op::get_attr) continue;
+    if (n->op() == Op::placeholder) {  // every cut saves these; an input is read, not computed
+      is_saved[n->index()] = 1;
+      continue;
+    }
+    side[n->index()] = recomputed;
+    for (Node* in : n->all_input_nodes()) stack.push_back(in);
+  }
+  // The forward computes what it needs and what it saves.
+  std::vector<char> in_forward(graph.index_bound(), 0);
+  for (Node* n : graph.nodes().reversed()) {
+    const size_t i = n->index();
+    if (n->op() == Op::output || side[i] == backward || side[i] == tangent) continue;
+    if (needed[i] || is_saved[i]) in_forward[i] = 1;
+    if (in_forward[i])
+      for (Node* in : n->all_input_nodes()) in_forward[in->index()] = 1;
+  }
+  std::vector<Node*> saved;
+  for (Node* n : graph.nodes())
+    if (is_saved[n->index()]) saved.push_back(n);
+  auto in_backward = [&](const Node* n) {
+    return n->op() != Op::output && (side[n->index()] == backward || side[n->index()] == recomputed);
+  };
 
   auto backward_graph = std::make_unique<Graph>();
   std::unordered_map<const Node*, Node*> bmap;
@@ -116,8 +208,7 @@ JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t nu
     return bmap[x] = backward_graph->node_copy(*x, [](Node*) -> Argument { return NoneType{}; });
   };
   for (Node* n : graph.nodes())
-    if (n->op() != Op::output && side[n->index()] == backward)
-      bmap[n] = backward_graph->node_copy(*n, bmapped);
+    if (in_backward(n)) bmap[n] = backward_graph->node_copy(*n, bmapped);
   std::vector<Argument> grads;
   for (size_t i = num_outputs + num_tangents; i < items.size(); ++i)
     grads.push_back(items[i].is_node() ? bmapped(items[i].node()) : items[i]);
@@ -139,13 +230,13 @@ JointPartition partition_joint(GraphModule& joint, size_t num_outputs, size_t nu
   std::unordered_map<const Node*, Node*> fmap;
   auto fmapped = [&](Node* x) -> Argument { return fmap.at(x); };
   for (Node* n : graph.nodes())
-    if (n->op() != Op::output && side[n->index()] == forward) fmap[n] = forward_graph->node_copy(*n, fmapped);
+    if (in_forward[n->index()]) fmap[n] = forward_graph->node_copy(*n, fmapped);
   std::vector<Argument> forward_out;
   auto map_item = [](const Argument& a, auto& map) -> Argument {
     return a.is_node() ? Argument(map.at(a.node())) : a;
   };
   for (size_t i = 0; i < num_outputs; ++i) {
-    if (items[i].is_node() && side[items[i].node()->index()] != forward)
+    if (items[i].is_node() && !in_forward[items[i].node()->index()])
       throw Error("fx::compile: output " + std::to_string(i) + " of the forward depends on a tangent");
     forward_out.push_back(map_item(items[i], fmap));
   }

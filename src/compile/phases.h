@@ -285,12 +285,14 @@ std::unique_ptr<GraphModule> inline_weight_caches(GraphModule& compiled);
 // the forward's `num_outputs` values, then `num_tangents` tangents (each a
 // node standing for the gradient of one differentiable output, which the
 // capture made as ones_like), then the gradients. partition_joint splits it
-// as AOTAutograd's default partition does: the forward graph computes every
-// node that does not depend on a tangent and returns its outputs and then
-// the values the backward reads (`num_saved`, parameters excepted, which the
-// backward reads itself); the backward graph takes those, then the tangents,
-// and returns the gradients. Each graph's dead code is removed: the
-// tangents' ones_like, and saved values only dead code read.
+// as AOTAutograd's min-cut partition does: the forward graph computes what
+// its outputs and effects need and returns its outputs and then the values
+// it saves (`num_saved`, parameters excepted, which the backward reads
+// itself), the fewest bytes from which the backward can compute what it
+// reads, computing pointwise operators and views again; the backward graph
+// takes those, then the tangents, and returns the gradients. Each graph's
+// dead code is removed: the tangents' ones_like, and saved values only dead
+// code read.
 struct JointPartition {
   std::unique_ptr<GraphModule> forward, backward;
   size_t num_saved = 0;
