@@ -35,6 +35,13 @@
 // inference under torch::NoGradGuard or c10::InferenceMode, which compiles
 // the forward alone. A training step (forward, loss and backward together)
 // compiles whole with compile_training_step.
+//
+// Values computed from the parameters and buffers alone (a convolution
+// weight copied to channels_last, a batch norm's scale) are computed once
+// and kept until a tensor they read is written in place (its version
+// counter), replaced or laid out otherwise. A write through `w.data()`,
+// which has a version counter of its own, is not seen: write the parameter
+// itself under torch::NoGradGuard. docs/compile.md, "Kept weight values".
 
 #include <fx/capture.h>
 #include <fx/codegen/cpp_export.h>

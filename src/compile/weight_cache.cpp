@@ -128,10 +128,7 @@ class WeightCache : public Module {
     std::vector<c10::IValue> in;
     in.reserve(args.size());
     for (const Value& a : args) in.push_back(a.ivalue());
-    // Under inference mode results are inference tensors, which a later
-    // call outside it could not use as it uses others.
-    bool cacheable = !c10::InferenceMode::is_enabled();
-    if (cacheable) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
       if (result_) {
         size_t at = 0;
@@ -140,13 +137,24 @@ class WeightCache : public Module {
         if (hit && at == seen_.size()) return Value(*result_);
       }
     }
+    bool cacheable = true;
     std::vector<Seen> seen;
     for (const c10::IValue& v : in) {
       cacheable = cacheable && record(v, seen);
       if (cacheable && at::GradMode::is_enabled() && v.isTensor() && v.toTensor().requires_grad())
         cacheable = false;
     }
-    c10::IValue result = tree_->run(std::move(in));
+    c10::IValue result;
+    if (cacheable) {
+      // A kept value is an ordinary tensor, with a version counter, even
+      // when the call that makes it runs under inference mode (where it
+      // would be an inference tensor), so that calls outside it use it too.
+      c10::InferenceMode ordinary(false);
+      at::NoGradGuard no_grad;
+      result = tree_->run(std::move(in));
+    } else {
+      result = tree_->run(std::move(in));
+    }
     if (cacheable && keepable(result)) {
       std::lock_guard<std::mutex> lock(mu_);
       seen_ = std::move(seen);
