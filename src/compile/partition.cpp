@@ -50,19 +50,35 @@ bool recomputable(const Node& n) {
   return op && op->hasSchema() && (op->hasTag(at::Tag::pointwise) || is_view(*op));
 }
 
+// What saving a value costs that cannot be saved as it is: more than any
+// tensor, and finite, so that a cut exists.
+constexpr int64_t kUnsaveable = int64_t{1} << 40;
+
 // What saving `n` costs: twice its bytes, and one more for a view, so that
 // of a view and its base, which cost the same, the base is saved. A value
-// that is no tensor (a tuple) cannot be saved as one, and costs more than
-// any tensor.
+// that is no tensor (a tuple) cannot be saved as one.
 int64_t save_cost(const Node& n) {
-  constexpr int64_t kNotATensor = int64_t{1} << 40;
   const passes::TensorMetadata* m = tensor_meta(n);
-  if (!m) return kNotATensor;
+  if (!m) return kUnsaveable;
   int64_t numel = 1;
   for (int64_t d : m->shape) numel *= d;
   const c10::OperatorHandle* op = n.op() == Op::call_function ? n.target().operator_handle() : nullptr;
   const bool view = op && op->hasSchema() && is_view(*op);
   return 2 * numel * static_cast<int64_t>(c10::elementSize(m->dtype)) + (view ? 1 : 0);
+}
+
+// Whether a node of the graph writes `n` in place (the write-back of an
+// updated input or buffer), so that what reads `n` after it reads the new
+// value.
+bool written_in_place(const Node& n) {
+  for (const Node* user : n.users()) {
+    if (!user->is_impure() || user->args().empty() || user->args()[0].node() != &n) continue;
+    const c10::OperatorHandle* op = user->target().operator_handle();
+    if (!op || !op->hasSchema() || op->schema().arguments().empty()) return true;  // unknown: it may
+    const auto& alias = op->schema().arguments()[0].alias_info();
+    if (alias && alias->isWrite()) return true;
+  }
+  return false;
 }
 
 // Which forward values to save so that the backward can compute what it
@@ -86,10 +102,14 @@ std::vector<char> min_cut_saved(const Graph& graph, const std::vector<Side>& sid
   for (Node* n : graph.nodes()) {
     const size_t i = n->index();
     if (n->op() == Op::output || side[i] != forward) continue;
-    if (n->op() != Op::get_attr) {
-      flow.add_edge(in(n), in(n) + 1, save_cost(*n));
-      if (n->op() == Op::placeholder || (needed[i] && !recomputable(*n)))
-        flow.add_edge(source, in(n), MaxFlow::kInfinite);
+    // An input or buffer the forward writes in place holds its new value
+    // when the backward runs: what the backward needs of its old one is
+    // saved from the values computed from it, where a cut allows.
+    const bool source_node = n->op() == Op::placeholder || n->op() == Op::get_attr;
+    const bool written = source_node && written_in_place(*n);
+    if (n->op() != Op::get_attr || written) {
+      flow.add_edge(in(n), in(n) + 1, written ? kUnsaveable : save_cost(*n));
+      if (source_node || (needed[i] && !recomputable(*n))) flow.add_edge(source, in(n), MaxFlow::kInfinite);
     }
     for (const Node* user : n->users())
       if (user->op() != Op::output && side[user->index()] == forward)

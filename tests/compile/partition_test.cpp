@@ -118,6 +118,39 @@ TEST(PartitionJoint, APointwiseValueTheForwardNeedsIsComputedAgainRatherThanSave
   EXPECT_TRUE(at::allclose(b[1].toTensor(), joint_out[3].toTensor()));
 }
 
+// An input the forward writes in place (a functionalized `x.add_(1)`)
+// holds its new value when the backward runs: the values the backward
+// computes from it are saved instead, though saving x would cost half.
+TEST(PartitionJoint, NothingIsComputedAgainFromAnInputTheForwardWrites) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* w = g->get_attr("w");
+  fx::Node* y = g->call_function("torch.ops.aten.mul.Tensor", {x, w});
+  fx::Node* a = g->call_function("torch.ops.aten.sigmoid.default", {x});
+  fx::Node* b = g->call_function("torch.ops.aten.tanh.default", {x});
+  fx::Node* t = g->call_function("torch.ops.aten.ones_like.default", {y});
+  fx::Node* dx = g->call_function("torch.ops.aten.mul.Tensor",
+                                  {g->call_function("torch.ops.aten.mul.Tensor", {t, a}), b});
+  g->call_function("torch.ops.aten.copy_.default",
+                   {x, g->call_function("torch.ops.aten.add.Tensor", {x, 1})});
+  g->output(fx::Tuple{{y, t, dx}});
+  std::map<std::string, fx::GraphModule::Attr> attrs{{"w", torch::randn({4})}};
+  fx::GraphModule joint(attrs, std::move(g));
+  fx::passes::ShapeProp(joint).propagate({fx::Value(torch::randn({4}))});
+
+  fx::compile_detail::JointPartition p = fx::compile_detail::partition_joint(joint, 1, 1);
+  EXPECT_EQ(p.num_saved, 2u);
+  const std::string backward = p.backward->graph().to_string();
+  EXPECT_THAT(backward, Not(HasSubstr("torch.ops.aten.sigmoid"))) << backward;
+  EXPECT_THAT(backward, Not(HasSubstr("torch.ops.aten.tanh"))) << backward;
+  at::Tensor xv = torch::randn({4});
+  const at::Tensor x0 = xv.clone(), want = xv.sigmoid() * xv.tanh();
+  const auto f = p.forward->run({xv}).toTupleRef().elements();
+  EXPECT_TRUE(at::allclose(xv, x0 + 1));  // the forward wrote x
+  const auto back = p.backward->run({f[1], f[2], torch::ones({4})}).toTupleRef().elements();
+  EXPECT_TRUE(at::allclose(back[0].toTensor(), want));
+}
+
 TEST(PartitionJoint, AnOutputThatReadsATangentIsAnError) {
   auto g = std::make_unique<fx::Graph>();
   fx::Node* x = g->placeholder("x");
