@@ -31,6 +31,15 @@ std::optional<double> number(const Argument& a) {
   return std::nullopt;
 }
 
+bool is_view(const Node& node) {
+  if (node.op() != Op::call_function) return false;
+  const c10::OperatorHandle* op = node.target().operator_handle();
+  if (!op || !op->hasSchema()) return false;
+  for (const auto& r : op->schema().returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
+  return false;
+}
+
 const passes::TensorMetadata* tensor_meta(const Node& node) {
   return node.meta().get<passes::TensorMetadata>("tensor_meta");
 }

@@ -10,6 +10,7 @@
 #include <fx/graph.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <string>
@@ -37,17 +38,11 @@ enum Side : uint8_t { forward, backward, tangent, recomputed };
 // pointwise operator or a view, which fuse into the backward's kernels.
 // Matrix products, convolutions, reductions and random operators are not
 // (AOTAutograd's min-cut partition draws the same line).
-bool is_view(const c10::OperatorHandle& op) {
-  for (const auto& r : op.schema().returns())
-    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
-  return false;
-}
-
 bool recomputable(const Node& n) {
   if (n.op() != Op::call_function || n.is_impure()) return false;
-  if (n.target().str() == "operator.getitem") return true;
+  if (n.target().str() == "operator.getitem" || is_view(n)) return true;
   const c10::OperatorHandle* op = n.target().operator_handle();
-  return op && op->hasSchema() && (op->hasTag(at::Tag::pointwise) || is_view(*op));
+  return op && op->hasSchema() && op->hasTag(at::Tag::pointwise);
 }
 
 // What saving a value costs that cannot be saved as it is: more than any
@@ -60,11 +55,8 @@ constexpr int64_t kUnsaveable = int64_t{1} << 40;
 int64_t save_cost(const Node& n) {
   const passes::TensorMetadata* m = tensor_meta(n);
   if (!m) return kUnsaveable;
-  int64_t numel = 1;
-  for (int64_t d : m->shape) numel *= d;
-  const c10::OperatorHandle* op = n.op() == Op::call_function ? n.target().operator_handle() : nullptr;
-  const bool view = op && op->hasSchema() && is_view(*op);
-  return 2 * numel * static_cast<int64_t>(c10::elementSize(m->dtype)) + (view ? 1 : 0);
+  const int64_t numel = c10::multiply_integers(m->shape);
+  return 2 * numel * static_cast<int64_t>(c10::elementSize(m->dtype)) + (is_view(n) ? 1 : 0);
 }
 
 // Whether a node of the graph writes `n` in place (the write-back of an

@@ -106,6 +106,9 @@ const char* element_type(c10::ScalarType t);
 std::optional<double> number(const Argument& a);
 // The single tensor's metadata of a node (its tensor_meta), or nullptr.
 const passes::TensorMetadata* tensor_meta(const Node& node);
+// Whether `node` calls an ATen view: an operator whose result aliases an
+// input it does not write (`t`, `view`, `expand`, `select`, ...).
+bool is_view(const Node& node);
 // `m` with the strides at::empty gives its shape.
 passes::TensorMetadata contiguous(passes::TensorMetadata m);
 // `m` with `strides` (and the memory format they make).

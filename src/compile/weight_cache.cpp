@@ -178,15 +178,6 @@ class WeightCache : public Module {
   std::optional<c10::IValue> result_;
 };
 
-bool is_view(const Node& n) {
-  if (n.target().str() == "operator.getitem") return true;
-  const c10::OperatorHandle* op = n.target().operator_handle();
-  if (!op || !op->hasSchema()) return false;
-  for (const auto& r : op->schema().returns())
-    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
-  return false;
-}
-
 }  // namespace
 
 size_t cache_weight_computations(GraphModule& gm) {
@@ -231,25 +222,29 @@ size_t cache_weight_computations(GraphModule& gm) {
     // other roots, each read as a placeholder.
     std::vector<Node*> tree, leaves;
     std::unordered_set<const Node*> leaf_set;
-    std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+    struct Frame {
+      Node* node;
+      std::vector<Node*> inputs;
+      size_t next = 0;
+    };
+    std::vector<Frame> stack{{root, root->all_input_nodes()}};
     while (!stack.empty()) {
-      auto& [n, next] = stack.back();
-      const std::vector<Node*> inputs = n->all_input_nodes();
-      if (next < inputs.size()) {
-        Node* in = inputs[next++];
-        const bool inner = cacheable.count(in) && !is_root(in);
-        if (inner) {
-          stack.emplace_back(in, 0);
+      Frame& f = stack.back();
+      if (f.next < f.inputs.size()) {
+        Node* in = f.inputs[f.next++];
+        if (cacheable.count(in) && !is_root(in)) {
+          stack.push_back({in, in->all_input_nodes()});  // f dangles from here on
         } else if (leaf_set.insert(in).second) {
           leaves.push_back(in);
         }
         continue;
       }
-      tree.push_back(n);
+      tree.push_back(f.node);
       stack.pop_back();
     }
     bool computes = false;
-    for (const Node* n : tree) computes = computes || !is_view(*n);
+    for (const Node* n : tree)
+      computes = computes || !(is_view(*n) || n->target().str() == "operator.getitem");
     if (!computes) continue;
 
     auto sub = std::make_unique<Graph>();
