@@ -350,10 +350,6 @@ class SizeWriter {
     for (size_t i = 0; i < n->kwargs().size(); ++i)
       visit(n->kwargs()[i].second, others_kwargs(i), "kwargs['" + n->kwargs()[i].first + "']", true);
     if (fits_.empty()) return;
-    if (!module_.empty())
-      throw TraceError("capture: the integer arguments of " + node_text(n) +
-                       " follow the dynamic sizes; fxcpp does not yet make sizes inside cond and while_loop "
-                       "branches symbolic: leave the dimension static");
     // Python computes `b * 2` before the call that takes it, and reads a
     // size it passes as it is at the call: arithmetic first, then sizes.
     written_.assign(fits_.size(), nullptr);
@@ -632,7 +628,9 @@ class SizeWriter {
   // ---- placeholders and branches ------------------------------------------
 
   // The branches of cond and while_loop: the same in every capture but for
-  // the sizes of their tensors.
+  // the sizes of their tensors. A branch reads its sizes from its own
+  // operands, as torch.export writes a branch (a branch cannot read the
+  // code around it), and is recompiled as a GraphModule of its own.
   void compare_branches() {
     for (const auto& child : base_.named_children()) {
       auto* branch = dynamic_cast<GraphModule*>(child.value().get());
@@ -646,6 +644,7 @@ class SizeWriter {
         theirs.push_back(t);
       }
       SizeWriter(*branch, theirs, sizes_, module_.empty() ? child.key() : module_ + "." + child.key()).run();
+      branch->recompile();
     }
   }
 

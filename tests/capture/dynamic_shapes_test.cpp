@@ -135,6 +135,44 @@ TEST(DynamicShapes, ABranchOnASizeNamesTheNodeAndTheDimension) {
       {"dimension 0 of input 'x' (s0) at 12 instead of 6", "node 'sin'", "cos", "another path"});
 }
 
+// Sizes inside the branches of cond and while_loop are read from the
+// branch's own operands (sym_size.int(arg0_1, 0)), as torch.export writes
+// them: a branch of one capture serves every size.
+TEST(DynamicShapes, SizesInsideBranchesAreSymbolic) {
+  auto fn = [](const Inputs& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    at::Tensor y = fx::cond(
+        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0] * a[0].size(0)}; },
+        [](const fx::Tensors& a) {
+          const int64_t b = a[0].size(0);
+          return fx::Tensors{a[0].reshape({b * 3}).cos().view({b, 3})};
+        },
+        {x})[0];
+    return fx::while_loop([](const fx::Tensors& c) { return c[0] < 3; },
+                          [](const fx::Tensors& c) {
+                            return fx::Tensors{c[0] + 1, c[1] + c[1].size(0)};
+                          },
+                          {torch::tensor(0), y})[1];
+  };
+  auto gm = fx::capture(fn, {torch::randn({4, 3})}, dynamic({{{0, fx::Dim{"b", 2, 64}}}}));
+  auto code = [&](const char* branch) {
+    return dynamic_cast<fx::GraphModule*>(gm->get_submodule(branch))->code();
+  };
+  EXPECT_NE(code("true_graph_0")
+                .find("sym_size_int = torch.ops.aten.sym_size.int(arg0_1, 0)\n"
+                      "    mul = torch.ops.aten.mul.Scalar(arg0_1, sym_size_int)"),
+            std::string::npos)
+      << code("true_graph_0");
+  EXPECT_NE(code("false_graph_0").find("mul = sym_size_int * 3"), std::string::npos) << code("false_graph_0");
+  EXPECT_NE(code("while_loop_body_graph_0").find("torch.ops.aten.sym_size.int(arg1_1, 0)"), std::string::npos)
+      << code("while_loop_body_graph_0");
+  for (int64_t b : {4, 7, 33})
+    for (double sign : {1., -1.}) {
+      at::Tensor x = torch::rand({b, 3}) * sign;
+      EXPECT_TRUE(torch::allclose(gm->run({x}).toTensor(), fn({x}).toTensor())) << b << " " << sign;
+    }
+}
+
 TEST(DynamicShapes, AFloatComputedFromASizeIsRefused) {
   expect_error(
       [] {

@@ -248,6 +248,37 @@ TEST(SaveExported, TwoDynamicDimensionsAndTheirProduct) {
   fx::save_values(want, kOut + "/dynamic_two_dims.out2.pt");
 }
 
+// Sizes inside a cond's branches, read from the branch's operand: written
+// with their symbols, read back by fxcpp and by torch.export.load, and run
+// at another size (pt2_programs.py --check).
+TEST(SaveExported, DynamicSizesInsideABranchRoundTrip) {
+  auto fn = [](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    return fx::cond(
+        x.sum() > 0, [](const fx::Tensors& a) { return fx::Tensors{a[0] * a[0].size(0)}; },
+        [](const fx::Tensors& a) {
+          const int64_t b = a[0].size(0);
+          return fx::Tensors{a[0].reshape({b * 3}).cos().view({b, 3})};
+        },
+        {x})[0];
+  };
+  fx::CaptureOptions options;
+  options.dynamic_shapes = {{{0, fx::Dim{"batch", 2, 64}}}};
+  at::Tensor example = torch::rand({4, 3});
+  fx::ExportedProgram ep = fx::to_exported_program(*fx::capture(fn, {example}, options));
+  fs::create_directories(kOut);
+  fx::save_exported(ep, kOut + "/dynamic_cond.pt2");
+  fx::ExportedProgram back = fx::load_exported(kOut + "/dynamic_cond.pt2");
+  std::ofstream(kOut + "/dynamic_cond.graph.txt") << back.graph().to_string();
+  for (at::Tensor x : {torch::rand({9, 3}), -torch::rand({9, 3})})
+    EXPECT_TRUE(torch::allclose(back.run({x}).toTensor(), fn({x}).toTensor()));
+  at::Tensor other = -torch::rand({9, 3});
+  fx::save_values({example}, kOut + "/dynamic_cond.in.pt");
+  fx::save_values({fn({example}).toTensor()}, kOut + "/dynamic_cond.out.pt");
+  fx::save_values({other}, kOut + "/dynamic_cond.in2.pt");
+  fx::save_values({fn({other}).toTensor()}, kOut + "/dynamic_cond.out2.pt");
+}
+
 // A size with no linear or product expression (a strided convolution's
 // height, (h - 3) // 2 + 1) is refused by node, not written wrong.
 TEST(SaveExported, ASizeWithNoExpressionIsRefusedByNode) {
