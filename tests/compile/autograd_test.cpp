@@ -201,6 +201,34 @@ TEST(CompileAutograd, SavedValuesFollowAutogradsRules) {
   }
 }
 
+// Code that writes in place a value its own backward needs as it was (an
+// input, or a buffer) fails as eager fails: the joint capture runs
+// autograd on it, which raises eager's error. The compiled backward never
+// reads the new value instead.
+TEST(CompileAutograd, CodeThatWritesWhatItsBackwardNeedsFailsAsEagerDoes) {
+  torch::nn::Linear lin(3, 3);
+  at::Tensor buffer = lin->register_buffer("scale", torch::ones({3}));
+  for (bool input : {true, false}) {
+    SCOPED_TRACE(input ? "an input" : "a buffer");
+    auto compiled = fx::compile(
+        *lin,
+        [&](const std::vector<c10::IValue>& in) {
+          at::Tensor x = in[0].toTensor();
+          at::Tensor read = input ? x : buffer;
+          at::Tensor y = lin(x) * read;  // the weight's gradient needs `read` as it was
+          read.add_(1.0);
+          return c10::IValue(y.sum());
+        },
+        fresh_options());
+    try {
+      compiled->run({torch::randn({2, 3})}).toTensor().backward();
+      FAIL() << "no error";
+    } catch (const std::exception& e) {
+      EXPECT_THAT(e.what(), HasSubstr("modified by an inplace operation"));
+    }
+  }
+}
+
 // Convolutions, batch norm and a residual add: the forward keeps the
 // layouts the backward was captured for, so the gradients are eager's.
 struct ConvNet : torch::nn::Module {
