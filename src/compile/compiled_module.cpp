@@ -501,16 +501,21 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 // the submodules they came from.
 // `may_build(source)` is asked before each library is built or loaded.
 // `dynamic`: kernels that take their sizes as arguments, else static ones.
-// `channels_last`: the layout pass may run (not on a forward whose outputs
-// the backward reads as captured: it would copy each one back).
-// `weights_change`: every call reads other weights (a training step's), so
-// that a weight copied to channels_last is copied on each call.
+// `use` decides what may change the graph's layouts and weights:
+// - the layout pass runs on all but a forward under autograd, whose outputs
+//   the backward reads as captured (it would copy each one back);
+// - a training step reads other weights at every call, so a weight copied
+//   to channels_last is copied on each call;
+// - only inference packs weights for MKL (pack_linear.cpp), in a static
+//   program: its packing serves one row count, and weights that change at
+//   every step would be packed again at every step.
+enum class GraphUse : uint8_t { inference, training_step, autograd_forward, autograd_backward };
+
 std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,
                                            const CompileOptions& options, CompileReport& report,
                                            std::vector<GraphSource>& sources, const std::string& label,
                                            const std::function<void(const std::string&)>& may_build,
-                                           bool dynamic, bool channels_last = true,
-                                           bool weights_change = false) {
+                                           bool dynamic, GraphUse use) {
   Phases& phase = report.phase_ms;
   auto t = std::chrono::steady_clock::now();
   Graph& graph = captured.graph();
@@ -521,7 +526,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
   // The sizes, strides and dtypes the phases read are fx::capture's: it
   // records each node's tensor_meta from the tensor it saw, as ShapeProp
   // would (running the graph again, a second forward, only to find them).
-  if (channels_last) cd::channels_last_convolutions(captured, inputs, !weights_change);
+  if (use != GraphUse::autograd_forward)
+    cd::channels_last_convolutions(captured, inputs, /*weights_kept=*/use != GraphUse::training_step);
   add_phase(phase, "layout", ms_since(t));
   cd::decompose(graph);
   add_phase(phase, "decompose", ms_since(t));
@@ -553,9 +559,8 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
       if (!branch) continue;
       const std::string where = (label.empty() ? "" : label + ".") + path;
       // while_loop's condition and body both take the carried values.
-      branches.emplace_back(
-          path, compile_graph(*branch, example_inputs(call.operands, where), options, report, sources, where,
-                              may_build, dynamic, channels_last, weights_change));
+      branches.emplace_back(path, compile_graph(*branch, example_inputs(call.operands, where), options,
+                                                report, sources, where, may_build, dynamic, use));
     }
   }
   t = std::chrono::steady_clock::now();  // the branches counted their own phases
@@ -622,6 +627,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
       --report.extern_nodes;
     }
   for (const auto& [call, k, form] : kernel_calls) cd::mark_reuse(*call, *k, *form);
+  if (use == GraphUse::inference && !dynamic) cd::pack_linear_weights(*g);
   cd::sink_weight_computations(*g);
   g->set_pytree_info(graph.pytree_info());
   report.kernels += kernels.size();
@@ -667,9 +673,9 @@ std::shared_ptr<const cd::AutogradProgram> compile_autograd(
   // The backward was captured for the layouts the forward saved: the
   // forward keeps them.
   program->forward = compile_graph(*parts.forward, inputs, options, report, sources, "", may_build, dynamic,
-                                   /*channels_last=*/false);
+                                   GraphUse::autograd_forward);
   program->backward = compile_graph(*parts.backward, backward_examples, options, report, sources, "backward",
-                                    may_build, dynamic);
+                                    may_build, dynamic, GraphUse::autograd_backward);
   program->joint = std::move(joint);
   program->captured_forward = std::move(parts.forward);
   program->captured_backward = std::move(parts.backward);
@@ -804,7 +810,12 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
     throw Error(
         "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an "
         "exported project does not run yet; run it with fx::compile");
-  cd::export_project(*cd::inline_weight_caches(*s->compiled), s->source, s->sites, dir, options);
+  // The exported program keeps no values between calls: its products read
+  // the weights as they are.
+  std::unique_ptr<GraphModule> program = cd::inline_weight_caches(*s->compiled);
+  cd::unpack_linear_weights(program->graph());
+  program->recompile();
+  cd::export_project(*program, s->source, s->sites, dir, options);
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
@@ -930,9 +941,8 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     if (hidden_grad)
       s->captured.reset();
     else if (!autograd)
-      s->compiled =
-          compile_graph(*s->captured, examples, options_, s->report, sources, "", may_build, dynamic,
-                        /*channels_last=*/true, /*weights_change=*/training_step_);
+      s->compiled = compile_graph(*s->captured, examples, options_, s->report, sources, "", may_build,
+                                  dynamic, training_step_ ? GraphUse::training_step : GraphUse::inference);
     else if (layout.supported)
       s->autograd = compile_autograd(std::move(s->captured), layout, examples, options_, s->report, sources,
                                      may_build, dynamic);

@@ -1,0 +1,127 @@
+// pack_linear_weights and unpack_linear_weights alone
+// (src/compile/pack_linear.cpp), and a compiled MLP whose products go
+// through MKL's packed GEMM, packed once and again when a weight changes.
+#include "../../src/compile/phases.h"
+#include "fresh_options.h"
+
+#include <fx/compile.h>
+#include <fx/graph.h>
+#include <fx/graph_module.h>
+#include <fx/passes/shape_prop.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using testing::HasSubstr;
+using testing::Not;
+
+size_t count_calls(const fx::Graph& g, const std::string& target) {
+  size_t n = 0;
+  for (const fx::Node* node : g.nodes())
+    n += node->op() == fx::Op::call_function && node->target().str() == target;
+  return n;
+}
+
+const std::string kLinear = "torch.ops.mkl._mkl_linear.default";
+const std::string kReorder = "torch.ops.mkl._mkl_reorder_linear_weight.default";
+
+// Products of inputs with transposed weights: two that are packed (one
+// packing of `w` serves both), and three that are not: addmm with beta 2,
+// a single row, and float64.
+struct Products {
+  at::Tensor w = torch::randn({5, 4}), b = torch::randn({5}), wd = torch::randn({5, 4}, torch::kDouble);
+  at::Tensor x = torch::randn({8, 4}), row = torch::randn({1, 4}), xd = torch::randn({8, 4}, torch::kDouble);
+  std::unique_ptr<fx::GraphModule> gm;
+
+  Products() {
+    auto g = std::make_unique<fx::Graph>();
+    fx::Node* xn = g->placeholder("x");
+    fx::Node* rown = g->placeholder("row");
+    fx::Node* xdn = g->placeholder("xd");
+    fx::Node* wn = g->get_attr("w");
+    fx::Node* bn = g->get_attr("b");
+    fx::Node* wdn = g->get_attr("wd");
+    auto t = [&](fx::Node* m) { return g->call_function("torch.ops.aten.t.default", {m}); };
+    fx::Tuple out;
+    out.items.push_back(g->call_function("torch.ops.aten.mm.default", {xn, t(wn)}));
+    out.items.push_back(g->call_function("torch.ops.aten.addmm.default", {bn, xn, t(wn)}));
+    out.items.push_back(
+        g->call_function("torch.ops.aten.addmm.default", {bn, xn, t(wn)}, {{"beta", fx::Argument(2.0)}}));
+    out.items.push_back(g->call_function("torch.ops.aten.mm.default", {rown, t(wn)}));
+    out.items.push_back(g->call_function("torch.ops.aten.mm.default", {xdn, t(wdn)}));
+    g->output(out);
+    gm = std::make_unique<fx::GraphModule>(
+        std::map<std::string, fx::GraphModule::Attr>{{"w", w}, {"b", b}, {"wd", wd}}, std::move(g));
+    fx::passes::ShapeProp(*gm).propagate({fx::Value(x), fx::Value(row), fx::Value(xd)});
+  }
+
+  void expect_eager() {
+    const auto out = gm->run({x, row, xd}).toTupleRef().elements();
+    const std::vector<at::Tensor> want{x.mm(w.t()), torch::addmm(b, x, w.t()), torch::addmm(b, x, w.t(), 2.0),
+                                       row.mm(w.t()), xd.mm(wd.t())};
+    ASSERT_EQ(out.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(at::allclose(out[i].toTensor(), want[i], 1e-5, 1e-6)) << "output " << i;
+  }
+};
+
+TEST(PackLinear, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
+  if (!at::hasMKL()) GTEST_SKIP() << "LibTorch without MKL";
+  Products p;
+  EXPECT_EQ(fx::compile_detail::pack_linear_weights(p.gm->graph()), 2u);
+  p.gm->recompile();
+  const fx::Graph& g = p.gm->graph();
+  EXPECT_EQ(count_calls(g, kLinear), 2u) << g.to_string();
+  EXPECT_EQ(count_calls(g, kReorder), 1u) << g.to_string();
+  EXPECT_EQ(count_calls(g, "torch.ops.aten.addmm.default"), 1u);  // beta = 2
+  EXPECT_EQ(count_calls(g, "torch.ops.aten.mm.default"), 2u);     // one row; float64
+  EXPECT_THAT(g.to_string(), HasSubstr("torch.ops.mkl._mkl_reorder_linear_weight.default](args = (%w, 8)"));
+  p.expect_eager();
+
+  // Undone for a program that keeps nothing between calls.
+  fx::compile_detail::unpack_linear_weights(p.gm->graph());
+  p.gm->recompile();
+  EXPECT_THAT(g.to_string(), Not(HasSubstr("mkl")));
+  EXPECT_EQ(count_calls(g, "torch.ops.aten.addmm.default"), 2u);
+  EXPECT_EQ(count_calls(g, "torch.ops.aten.mm.default"), 3u);
+  p.expect_eager();
+}
+
+// Compiled for inference, an MLP's weights are packed once and kept; an
+// optimizer-style write or a new tensor is seen.
+TEST(PackLinear, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
+  if (!at::hasMKL()) GTEST_SKIP() << "LibTorch without MKL";
+  torch::manual_seed(0);
+  torch::nn::Linear up(16, 32), down(32, 8);
+  torch::nn::Sequential net(up, torch::nn::ReLU(), down);
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({4, 16});
+  auto expect_eager = [&](const at::Tensor& in) {
+    at::Tensor got = compiled->run({in}).toTensor(), want = net->forward(in);
+    EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max().item<float>();
+  };
+  expect_eager(x);
+  expect_eager(x);
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kLinear), 2u) << text;
+  EXPECT_THAT(text, HasSubstr("call_module[target=cached__mkl_reorder_linear_weight"));
+  up->weight.mul_(0.5);
+  expect_eager(x);
+  down->weight.set_data(torch::randn({8, 32}));
+  expect_eager(x);
+  // Another row count: a dynamic program, whose products are plain.
+  expect_eager(torch::randn({7, 16}));
+  EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kLinear), 0u);
+}
+
+}  // namespace
