@@ -627,7 +627,6 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
       --report.extern_nodes;
     }
   for (const auto& [call, k, form] : kernel_calls) cd::mark_reuse(*call, *k, *form);
-  if (use == GraphUse::inference && !dynamic) cd::pack_linear_weights(*g);
   cd::sink_weight_computations(*g);
   g->set_pytree_info(graph.pytree_info());
   report.kernels += kernels.size();
@@ -642,12 +641,10 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     return n;
   };
   const size_t calls_before = aten_calls();
-  if (cd::cache_weight_computations(*compiled) > 0) {
-    report.extern_nodes -= calls_before - aten_calls();
-    compiled->recompile();
-  } else if (!branches.empty()) {
-    compiled->recompile();
-  }
+  bool changed = use == GraphUse::inference && !dynamic && cd::pack_linear_weights(*compiled) > 0;
+  changed = cd::cache_weight_computations(*compiled) > 0 || changed;
+  report.extern_nodes = report.extern_nodes + aten_calls() - calls_before;
+  if (changed || !branches.empty()) compiled->recompile();
   add_phase(phase, "wrap", ms_since(t));
   return compiled;
 }

@@ -15,6 +15,7 @@
 #include "phases.h"
 
 #include <fx/graph.h>
+#include <fx/graph_module.h>
 
 #include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -48,8 +49,8 @@ bool is_float_matrix(const passes::TensorMetadata* m) {
 }
 
 // The weight `w` of `t(w)` (or `permute(w, [1, 0])`): a float32 [N, K]
-// tensor attribute, row-major. nullptr otherwise.
-Node* transposed_weight(const Node& wt) {
+// tensor attribute of the CPU, row-major. nullptr otherwise.
+Node* transposed_weight(const GraphModule& gm, const Node& wt) {
   if (wt.op() != Op::call_function || wt.args().empty() || !wt.args()[0].is_node()) return nullptr;
   const std::string& target = wt.target().str();
   const bool t = target == "torch.ops.aten.t.default" && wt.args().size() == 1;
@@ -59,13 +60,14 @@ Node* transposed_weight(const Node& wt) {
   if ((!t && !permute) || w->op() != Op::get_attr) return nullptr;
   const passes::TensorMetadata* m = tensor_meta(*w);
   if (!is_float_matrix(m) || m->stride != std::vector<int64_t>{m->shape[1], 1}) return nullptr;
-  return w;
+  return gm.get_tensor(w->target().str()).device().is_cpu() ? w : nullptr;
 }
 
 }  // namespace
 
-size_t pack_linear_weights(Graph& graph) {
+size_t pack_linear_weights(GraphModule& gm) {
   if (!mkl_ops_available()) return 0;
+  Graph& graph = gm.graph();
   const Target mm("torch.ops.aten.mm.default"), addmm("torch.ops.aten.addmm.default");
   // One packing per weight and row count, however many products read it.
   std::unordered_map<const Node*, std::unordered_map<int64_t, Node*>> packed;
@@ -81,7 +83,7 @@ size_t pack_linear_weights(Graph& graph) {
     if (!x.is_node() || !wt.is_node()) continue;
     // The product's [M, N] (x may be a kernel's output, which has no meta).
     const passes::TensorMetadata* out = tensor_meta(*n);
-    Node* w = transposed_weight(*wt.node());
+    Node* w = transposed_weight(gm, *wt.node());
     if (!w || !is_float_matrix(out) || out->shape[0] < 2) continue;
     if (with_bias) {
       // _mkl_linear copies a bias of N numbers into each row.

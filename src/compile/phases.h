@@ -284,11 +284,13 @@ size_t cache_weight_computations(GraphModule& compiled);
 std::unique_ptr<GraphModule> inline_weight_caches(GraphModule& compiled);
 
 // ---- pack_linear.cpp -------------------------------------------------------
-// Each float32 `mm(x, t(w))` or `addmm(b, x, t(w))` of a weight `w` and at
-// least 2 rows, through MKL's packed GEMM: a `_mkl_reorder_linear_weight`
-// of the weight (which cache_weight_computations keeps) and `_mkl_linear`.
-// Nothing where LibTorch has no MKL. Returns the products rewritten.
-size_t pack_linear_weights(Graph& graph);
+// Each float32 `mm(x, t(w))` or `addmm(b, x, t(w))` of a CPU weight `w`
+// and at least 2 rows, through MKL's packed GEMM: a
+// `_mkl_reorder_linear_weight` of the weight (which
+// cache_weight_computations keeps) and `_mkl_linear`. Nothing where
+// LibTorch has no MKL. Returns the products rewritten; the caller
+// recompiles.
+size_t pack_linear_weights(GraphModule& gm);
 // Each `_mkl_linear` a plain product again, and its packing gone when
 // nothing else reads it: for a program that keeps no values between calls.
 void unpack_linear_weights(Graph& graph);

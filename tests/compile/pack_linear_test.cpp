@@ -75,7 +75,7 @@ struct Products {
 TEST(PackLinear, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
   if (!at::hasMKL()) GTEST_SKIP() << "LibTorch without MKL";
   Products p;
-  EXPECT_EQ(fx::compile_detail::pack_linear_weights(p.gm->graph()), 2u);
+  EXPECT_EQ(fx::compile_detail::pack_linear_weights(*p.gm), 2u);
   p.gm->recompile();
   const fx::Graph& g = p.gm->graph();
   EXPECT_EQ(count_calls(g, kLinear), 2u) << g.to_string();
