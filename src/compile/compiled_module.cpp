@@ -506,7 +506,7 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 //   the backward reads as captured (it would copy each one back);
 // - a training step reads other weights at every call, so a weight copied
 //   to channels_last is copied on each call;
-// - only inference packs weights for MKL (pack_linear.cpp), in a static
+// - only inference packs weights for MKL and oneDNN (pack_weights.cpp), in a static
 //   program: its packing serves one row count, and weights that change at
 //   every step would be packed again at every step.
 enum class GraphUse : uint8_t { inference, training_step, autograd_forward, autograd_backward };
@@ -641,7 +641,7 @@ std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vec
     return n;
   };
   const size_t calls_before = aten_calls();
-  bool changed = use == GraphUse::inference && !dynamic && cd::pack_linear_weights(*compiled) > 0;
+  bool changed = use == GraphUse::inference && !dynamic && cd::pack_weights(*compiled) > 0;
   changed = cd::cache_weight_computations(*compiled) > 0 || changed;
   report.extern_nodes = report.extern_nodes + aten_calls() - calls_before;
   if (changed || !branches.empty()) compiled->recompile();
@@ -810,7 +810,7 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
   // The exported program keeps no values between calls: its products read
   // the weights as they are.
   std::unique_ptr<GraphModule> program = cd::inline_weight_caches(*s->compiled);
-  cd::unpack_linear_weights(program->graph());
+  cd::unpack_weights(program->graph());
   program->recompile();
   cd::export_project(*program, s->source, s->sites, dir, options);
 }

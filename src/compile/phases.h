@@ -283,17 +283,19 @@ size_t cache_weight_computations(GraphModule& compiled);
 // for export_cpp.
 std::unique_ptr<GraphModule> inline_weight_caches(GraphModule& compiled);
 
-// ---- pack_linear.cpp -------------------------------------------------------
-// Each float32 `mm(x, t(w))` or `addmm(b, x, t(w))` of a CPU weight `w`
-// and at least 2 rows, through MKL's packed GEMM: a
-// `_mkl_reorder_linear_weight` of the weight (which
-// cache_weight_computations keeps) and `_mkl_linear`. Nothing where
-// LibTorch has no MKL. Returns the products rewritten; the caller
-// recompiles.
-size_t pack_linear_weights(GraphModule& gm);
-// Each `_mkl_linear` a plain product again, and its packing gone when
-// nothing else reads it: for a program that keeps no values between calls.
-void unpack_linear_weights(Graph& graph);
+// ---- pack_weights.cpp ------------------------------------------------------
+// In a static inference program, weights packed once for the library that
+// multiplies them: each float32 `mm(x, t(w))` or `addmm(b, x, t(w))` of a
+// CPU weight and at least 2 rows through MKL's packed GEMM
+// (`_mkl_reorder_linear_weight`, `_mkl_linear`), and each float32 2-D
+// convolution through oneDNN's packed one (`_reorder_convolution_weight`,
+// `_convolution_pointwise`). cache_weight_computations then keeps each
+// packing. Nothing where LibTorch lacks MKL or oneDNN. Returns the calls
+// rewritten; the caller recompiles.
+size_t pack_weights(GraphModule& gm);
+// Each packed call a plain one again, and its packing gone when nothing
+// else reads it: for a program that keeps no values between calls.
+void unpack_weights(Graph& graph);
 
 // ---- partition.cpp ---------------------------------------------------------
 // A joint graph (autograd_program.cpp captures one) returns a flat tuple:

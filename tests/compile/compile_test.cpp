@@ -78,7 +78,7 @@ TEST(Compile, MlpBiasAndActivationFuseAfterTheMatrixProduct) {
   const std::string text = compiled->compiled_graph().graph().to_string();
   EXPECT_THAT(text, testing::Not(HasSubstr("addmm")));
   // The product without its bias, through MKL's packed GEMM where LibTorch
-  // has MKL (pack_linear_test.cpp).
+  // has MKL (pack_weights_test.cpp).
   EXPECT_THAT(text,
               HasSubstr(at::hasMKL() ? "torch.ops.mkl._mkl_linear.default" : "torch.ops.aten.mm.default"));
   // The parameters are read, not frozen: a new weight changes the output.
@@ -514,6 +514,13 @@ TEST(Compile, LayerNormAndRmsNormAreOneRowKernelEach) {
   EXPECT_EQ(compiled_rms->report().fused_nodes, 6u);
 }
 
+// A convolution in an inference program: oneDNN's with a packed weight
+// where LibTorch has oneDNN (pack_weights_test.cpp).
+std::string convolution_target() {
+  return at::hasMKLDNN() ? "torch.ops.mkldnn._convolution_pointwise.default"
+                         : "torch.ops.aten.convolution.default";
+}
+
 TEST(Compile, BatchNormInEvalFusesWithItsActivation) {
   torch::manual_seed(0);
   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3).padding(1));
@@ -532,7 +539,7 @@ TEST(Compile, BatchNormInEvalFusesWithItsActivation) {
   expect_close(run_compiled(*compiled, {x}).toTensor(), net->forward(x));
   const std::string text = compiled->compiled_graph().graph().to_string();
   EXPECT_THAT(text, testing::Not(HasSubstr("batch_norm")));
-  EXPECT_THAT(text, HasSubstr("torch.ops.aten.convolution.default"));
+  EXPECT_THAT(text, HasSubstr(convolution_target()));
   // rsqrt(var + eps) over [C, 1, 1], once per channel; then the
   // normalization and the ReLU, one kernel after the convolution.
   EXPECT_EQ(compiled->report().kernels, 2u) << text;
@@ -821,7 +828,7 @@ TEST(Compile, WeightComputationsRunJustBeforeTheirReader) {
   std::vector<std::string> order;
   for (fx::Node* n : compiled->compiled_graph().graph().nodes()) {
     const std::string& t = n->target().str();
-    if (t == "torch.ops.aten.convolution.default") order.push_back("conv");
+    if (t == convolution_target()) order.push_back("conv");
     if (t.find("rsqrt") != std::string::npos) order.push_back("rsqrt");
     if (t.find("relu") != std::string::npos) order.push_back("join");
   }

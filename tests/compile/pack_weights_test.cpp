@@ -1,6 +1,6 @@
-// pack_linear_weights and unpack_linear_weights alone
-// (src/compile/pack_linear.cpp), and a compiled MLP whose products go
-// through MKL's packed GEMM, packed once and again when a weight changes.
+// pack_weights and unpack_weights alone (src/compile/pack_weights.cpp), and
+// a compiled MLP and convolution network whose weights are packed for MKL
+// and oneDNN once, and again when a weight changes.
 #include "../../src/compile/phases.h"
 #include "fresh_options.h"
 
@@ -31,6 +31,8 @@ size_t count_calls(const fx::Graph& g, const std::string& target) {
 
 const std::string kLinear = "torch.ops.mkl._mkl_linear.default";
 const std::string kReorder = "torch.ops.mkl._mkl_reorder_linear_weight.default";
+const std::string kConvolution = "torch.ops.mkldnn._convolution_pointwise.default";
+const std::string kReorderConvolution = "torch.ops.mkldnn._reorder_convolution_weight.default";
 
 // Products of inputs with transposed weights: two that are packed (one
 // packing of `w` serves both), and three that are not: addmm with beta 2,
@@ -72,10 +74,10 @@ struct Products {
   }
 };
 
-TEST(PackLinear, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
+TEST(PackWeights, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
   if (!at::hasMKL()) GTEST_SKIP() << "LibTorch without MKL";
   Products p;
-  EXPECT_EQ(fx::compile_detail::pack_linear_weights(*p.gm), 2u);
+  EXPECT_EQ(fx::compile_detail::pack_weights(*p.gm), 2u);
   p.gm->recompile();
   const fx::Graph& g = p.gm->graph();
   EXPECT_EQ(count_calls(g, kLinear), 2u) << g.to_string();
@@ -86,7 +88,7 @@ TEST(PackLinear, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
   p.expect_eager();
 
   // Undone for a program that keeps nothing between calls.
-  fx::compile_detail::unpack_linear_weights(p.gm->graph());
+  fx::compile_detail::unpack_weights(p.gm->graph());
   p.gm->recompile();
   EXPECT_THAT(g.to_string(), Not(HasSubstr("mkl")));
   EXPECT_EQ(count_calls(g, "torch.ops.aten.addmm.default"), 2u);
@@ -96,7 +98,7 @@ TEST(PackLinear, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
 
 // Compiled for inference, an MLP's weights are packed once and kept; an
 // optimizer-style write or a new tensor is seen.
-TEST(PackLinear, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
+TEST(PackWeights, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
   if (!at::hasMKL()) GTEST_SKIP() << "LibTorch without MKL";
   torch::manual_seed(0);
   torch::nn::Linear up(16, 32), down(32, 8);
@@ -122,6 +124,85 @@ TEST(PackLinear, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
   // Another row count: a dynamic program, whose products are plain.
   expect_eager(torch::randn({7, 16}));
   EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kLinear), 0u);
+}
+
+// Two convolutions: one reads its weight's channels_last copy (layout.cpp)
+// and has a bias, one is depthwise without a bias. Both are packed from
+// the weight itself; the copy goes.
+TEST(PackWeights, ConvolutionsArePackedFromTheWeightItself) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without oneDNN";
+  at::Tensor w = torch::randn({8, 4, 3, 3}), b = torch::randn({8}), dw = torch::randn({8, 1, 3, 3});
+  at::Tensor x = torch::randn({2, 4, 10, 10}).contiguous(at::MemoryFormat::ChannelsLast);
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* xn = g->placeholder("x");
+  fx::Node* copy = g->call_function("torch.ops.aten.clone.default", {g->get_attr("w")},
+                                    {{"memory_format", fx::Argument(c10::MemoryFormat::ChannelsLast)}});
+  auto ints = [](int64_t a, int64_t b) { return fx::Argument(fx::List{{a, b}}); };
+  fx::Node* c1 = g->call_function(
+      "torch.ops.aten.convolution.default",
+      {xn, copy, g->get_attr("b"), ints(1, 1), ints(1, 1), ints(1, 1), false, ints(0, 0), int64_t{1}});
+  fx::Node* c2 = g->call_function("torch.ops.aten.convolution.default",
+                                  {c1, g->get_attr("dw"), fx::NoneType{}, ints(2, 2), ints(0, 0), ints(1, 1),
+                                   false, ints(0, 0), int64_t{8}});
+  g->output(c2);
+  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{{"w", w}, {"b", b}, {"dw", dw}},
+                     std::move(g));
+  fx::passes::ShapeProp(gm).propagate({fx::Value(x)});
+  auto reference = [&](const at::Tensor& in) {
+    const at::Tensor first = at::convolution(in, w, b, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+    return at::convolution(first, dw, std::nullopt, {2, 2}, {0, 0}, {1, 1}, false, {0, 0}, 8);
+  };
+  const at::Tensor want = reference(x);
+
+  EXPECT_EQ(fx::compile_detail::pack_weights(gm), 2u);
+  gm.recompile();
+  EXPECT_EQ(count_calls(gm.graph(), kConvolution), 2u) << gm.graph().to_string();
+  EXPECT_EQ(count_calls(gm.graph(), kReorderConvolution), 2u);
+  EXPECT_THAT(gm.graph().to_string(), Not(HasSubstr("clone")));
+  EXPECT_THAT(
+      gm.graph().to_string(),
+      HasSubstr("torch.ops.mkldnn._reorder_convolution_weight.default](args = (%w, [1, 1], [1, 1], [1, 1], "
+                "1, [2, 4, 10, 10])"));
+  EXPECT_TRUE(at::allclose(gm.run({x}).toTensor(), want, 1e-4, 1e-5));
+  // Any input size: the packing picked a layout, not the sizes.
+  at::Tensor big = torch::randn({3, 4, 13, 11});
+  EXPECT_TRUE(at::allclose(gm.run({big}).toTensor(), reference(big), 1e-4, 1e-5));
+
+  fx::compile_detail::unpack_weights(gm.graph());
+  gm.recompile();
+  EXPECT_THAT(gm.graph().to_string(), Not(HasSubstr("mkldnn")));
+  EXPECT_EQ(count_calls(gm.graph(), "torch.ops.aten.convolution.default"), 2u);
+  EXPECT_TRUE(at::allclose(gm.run({x}).toTensor(), want, 1e-4, 1e-5));
+}
+
+// Compiled for inference, a convolution network reads packed weights, kept
+// until a weight changes.
+TEST(PackWeights, ACompiledConvolutionNetworkPacksItsWeights) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without oneDNN";
+  torch::manual_seed(0);
+  torch::nn::Conv2d conv1(torch::nn::Conv2dOptions(3, 16, 3).padding(1)),
+      conv2(torch::nn::Conv2dOptions(16, 16, 3).stride(2).groups(16).bias(false));
+  torch::nn::BatchNorm2d bn(16);
+  torch::nn::Sequential net(conv1, bn, torch::nn::ReLU(), conv2);
+  net->eval();
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  at::Tensor x = torch::randn({2, 3, 15, 15});
+  auto expect_eager = [&] {
+    at::Tensor got = compiled->run({x}).toTensor(), want = net->forward(x);
+    EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max().item<float>();
+  };
+  expect_eager();
+  expect_eager();
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kConvolution), 2u) << text;
+  EXPECT_THAT(text, HasSubstr("call_module[target=cached__reorder_convolution_weight"));
+  conv1->weight.mul_(0.5);
+  expect_eager();
+  conv2->weight.set_data(torch::randn({16, 1, 3, 3}));
+  expect_eager();
 }
 
 }  // namespace
