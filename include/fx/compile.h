@@ -37,8 +37,8 @@
 // compiles whole with compile_training_step.
 //
 // Values computed from the parameters and buffers alone (a convolution
-// weight copied to channels_last, a batch norm's scale, a linear weight
-// packed for MKL's GEMM in inference) are computed once
+// weight copied to channels_last, a batch norm's scale, a weight packed
+// for MKL's GEMM or oneDNN's convolution in inference) are computed once
 // and kept until a tensor they read is written in place (its version
 // counter), replaced or laid out otherwise. A write through `w.data()`,
 // which has a version counter of its own, is not seen: write the parameter
