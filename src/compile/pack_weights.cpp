@@ -64,10 +64,13 @@ bool is_float(const passes::TensorMetadata* m, size_t rank) {
 }
 
 // `w` when it is a float32 tensor attribute of the CPU of `rank`
-// dimensions; nullptr otherwise.
+// dimensions; nullptr otherwise. Not an inference tensor either: it has no
+// version counter, so its packing would not be kept, and packing on every
+// call costs more than it saves.
 Node* cpu_weight(const GraphModule& gm, Node* w, size_t rank) {
   if (w->op() != Op::get_attr || !is_float(tensor_meta(*w), rank)) return nullptr;
-  return gm.get_tensor(w->target().str()).device().is_cpu() ? w : nullptr;
+  const at::Tensor t = gm.get_tensor(w->target().str());
+  return t.device().is_cpu() && !t.is_inference() ? w : nullptr;
 }
 
 // The weight `w` of `t(w)` (or `permute(w, [1, 0])`), row-major [N, K].

@@ -96,6 +96,23 @@ TEST(PackWeights, ProductsOfAFloatWeightAndTwoRowsOrMoreArePacked) {
   p.expect_eager();
 }
 
+// A weight made under inference mode has no version counter, so its
+// packing would not be kept: it is left as it is.
+TEST(PackWeights, InferenceTensorsAreNotPacked) {
+  at::Tensor w;
+  {
+    c10::InferenceMode inference;
+    w = torch::randn({5, 4});
+  }
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  g->output(g->call_function("torch.ops.aten.mm.default",
+                             {x, g->call_function("torch.ops.aten.t.default", {g->get_attr("w")})}));
+  fx::GraphModule gm(std::map<std::string, fx::GraphModule::Attr>{{"w", w}}, std::move(g));
+  fx::passes::ShapeProp(gm).propagate({fx::Value(torch::randn({8, 4}))});
+  EXPECT_EQ(fx::compile_detail::pack_weights(gm), 0u);
+}
+
 // Compiled for inference, an MLP's weights are packed once and kept; an
 // optimizer-style write or a new tensor is seen.
 TEST(PackWeights, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
