@@ -1,6 +1,6 @@
 // pack_weights and unpack_weights alone (src/compile/pack_weights.cpp), and
-// a compiled MLP and convolution network whose weights are packed for MKL
-// and oneDNN once, and again when a weight changes.
+// a compiled MLP whose weights are packed for MKL once, and again when a
+// weight changes (weight_cache_test.cpp compiles a convolution network).
 #include "../../src/compile/phases.h"
 #include "fresh_options.h"
 
@@ -190,36 +190,6 @@ TEST(PackWeights, ConvolutionsArePackedFromTheWeightItself) {
   EXPECT_THAT(gm.graph().to_string(), Not(HasSubstr("mkldnn")));
   EXPECT_EQ(count_calls(gm.graph(), "torch.ops.aten.convolution.default"), 2u);
   EXPECT_TRUE(at::allclose(gm.run({x}).toTensor(), want, 1e-4, 1e-5));
-}
-
-// Compiled for inference, a convolution network reads packed weights, kept
-// until a weight changes.
-TEST(PackWeights, ACompiledConvolutionNetworkPacksItsWeights) {
-  if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without oneDNN";
-  torch::manual_seed(0);
-  torch::nn::Conv2d conv1(torch::nn::Conv2dOptions(3, 16, 3).padding(1)),
-      conv2(torch::nn::Conv2dOptions(16, 16, 3).stride(2).groups(16).bias(false));
-  torch::nn::BatchNorm2d bn(16);
-  torch::nn::Sequential net(conv1, bn, torch::nn::ReLU(), conv2);
-  net->eval();
-  torch::NoGradGuard no_grad;
-  auto compiled = fx::compile(
-      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
-      fresh_options());
-  at::Tensor x = torch::randn({2, 3, 15, 15});
-  auto expect_eager = [&] {
-    at::Tensor got = compiled->run({x}).toTensor(), want = net->forward(x);
-    EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max().item<float>();
-  };
-  expect_eager();
-  expect_eager();
-  const std::string text = compiled->compiled_graph().graph().to_string();
-  EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kConvolution), 2u) << text;
-  EXPECT_THAT(text, HasSubstr("call_module[target=cached__reorder_convolution_weight"));
-  conv1->weight.mul_(0.5);
-  expect_eager();
-  conv2->weight.set_data(torch::randn({16, 1, 3, 3}));
-  expect_eager();
 }
 
 }  // namespace

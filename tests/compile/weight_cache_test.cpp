@@ -180,7 +180,8 @@ TEST(WeightCache, ConvolutionWeightsAreCopiedToChannelsLastOnce) {
   size_t kept = 0;
   for (fx::Node* n : compiled->compiled_graph().graph().nodes()) kept += n->op() == fx::Op::call_module;
   EXPECT_GE(kept, 3u) << text;
-  // Copied to channels_last, or packed for oneDNN (pack_weights_test.cpp).
+  // Copied to channels_last, or packed for oneDNN (pack_weights_test.cpp
+  // tests the phase alone).
   EXPECT_THAT(text, HasSubstr(at::hasMKLDNN() ? "call_module[target=cached__reorder_convolution_weight"
                                               : "call_module[target=cached_clone"));
   // An optimizer's in-place step, a new running variance, a new weight.
