@@ -506,9 +506,9 @@ std::vector<Value> example_inputs(const std::vector<Node*>& operands, const std:
 //   the backward reads as captured (it would copy each one back);
 // - a training step reads other weights at every call, so a weight copied
 //   to channels_last is copied on each call;
-// - only inference packs weights for MKL and oneDNN (pack_weights.cpp), in a static
-//   program: its packing serves one row count, and weights that change at
-//   every step would be packed again at every step.
+// - only inference packs weights for MKL and oneDNN (pack_weights.cpp),
+//   in a static program: a product's packing serves one row count, and
+//   weights that change at every step would be packed again at every step.
 enum class GraphUse : uint8_t { inference, training_step, autograd_forward, autograd_backward };
 
 std::unique_ptr<GraphModule> compile_graph(GraphModule& captured, const std::vector<Value>& inputs,

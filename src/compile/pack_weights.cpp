@@ -6,10 +6,10 @@
 //
 // for a product `mm(x, t(w))` (MKL's packed GEMM), and
 //
-//   packed = torch.ops.mkldnn._reorder_convolution_weight.default(w, padding, stride, dilation, groups,
-//   x_size) convolution = torch.ops.mkldnn._convolution_pointwise.default(x, packed, b, padding, stride,
-//   dilation,
-//                                                                   groups, 'none', [], None)
+//   packed = torch.ops.mkldnn._reorder_convolution_weight.default(
+//       w, padding, stride, dilation, groups, x_size)
+//   convolution = torch.ops.mkldnn._convolution_pointwise.default(
+//       x, packed, b, padding, stride, dilation, groups, 'none', [], None)
 //
 // for a convolution (oneDNN's blocked weight layout). `packed` is a value of
 // the weights alone, which cache_weight_computations then keeps (and packs
