@@ -196,17 +196,28 @@ bool method_only(const std::string& name, const std::string& overload) {
 
 // ---- the emitter ----------------------------------------------------------------
 
+// What the emitters of a forward and of the subgraphs written inline in it
+// share: one body, one set of names (so that a branch's variables shadow
+// nothing), one set of weights.
+struct ForwardState {
+  CppForward out;
+  CppNames local_names, member_names;
+  std::unordered_map<std::string, size_t> weight_index;
+  std::unordered_map<std::string, std::vector<c10::OperatorHandle>> overloads;  // by ATen name
+  int depth = 0;                                                                // of braces
+};
+
 class ForwardEmitter final : public Emitter {
  public:
-  ForwardEmitter(const GraphModule& gm, const ExtraCalls& extra) : gm_(gm), extra_(extra) {
+  ForwardEmitter(const GraphModule& gm, const ExtraCalls& extra, ForwardState& state)
+      : ForwardEmitter(gm, extra, state, "", nullptr) {
     // The generated file's helpers and the class's method.
     for (const char* name : {"py_floordiv", "py_mod", "py_slice"}) local_names_.make(name);
     member_names_.make("forward");
   }
 
-  CppForward run() {
+  void run() {
     for (const Node* n : gm_.graph().nodes()) emit(n);
-    return std::move(out_);
   }
 
   // ---- Emitter ----
@@ -229,6 +240,8 @@ class ForwardEmitter final : public Emitter {
           } else if constexpr (std::is_same_v<T, Node*>) {
             auto it = values_.find(v);
             if (it == values_.end()) fail(current_, "uses '" + v->name() + "' before it is defined");
+            if (subgraphs_.count(v))
+              fail(current_, "uses the subgraph '" + v->name() + "', which only cond and while_loop take");
             if (it->second.kind == Kind::none)
               fail(current_, "uses '" + v->name() + "', which has no value in C++ (None)");
             return it->second;
@@ -252,18 +265,58 @@ class ForwardEmitter final : public Emitter {
   }
 
   std::string weight(const std::string& path) override {
-    if (auto it = weight_index_.find(path); it != weight_index_.end())
+    // A subgraph's weights are the root GraphModule's under its path.
+    const std::string full = prefix_ + path;
+    if (auto it = weight_index_.find(full); it != weight_index_.end())
       return "self." + out_.weights[it->second].member;
     at::Tensor t = gm_.get_tensor(path);
-    weight_index_.emplace(path, out_.weights.size());
-    out_.weights.push_back(Weight{path, member_names_.make(path), t});
+    weight_index_.emplace(full, out_.weights.size());
+    out_.weights.push_back(Weight{full, member_names_.make(full), t});
     return "self." + out_.weights.back().member;
   }
 
-  void line(const std::string& text) override { out_.body += "  " + text + "\n"; }
+  void line(const std::string& text) override {
+    out_.body += std::string(2 * static_cast<size_t>(state_.depth + 1), ' ') + text + "\n";
+  }
   std::string temp(const std::string& base) override { return local_names_.make(base); }
+  void indent(int levels) override { state_.depth += levels; }
+
+  std::vector<CppValue> inline_graph(const Node* n, const std::string& path,
+                                     const std::vector<CppValue>& inputs) override {
+    const auto* sub = dynamic_cast<const GraphModule*>(gm_.get_submodule(path));
+    if (!sub) fail(n, "reads '" + path + "', which is no GraphModule of the graph");
+    std::vector<CppValue> results;
+    ForwardEmitter inner(*sub, extra_, state_, prefix_ + path + ".", &results);
+    size_t placeholders = 0;
+    for (const Node* p : sub->graph().nodes()) {
+      if (p->op() != Op::placeholder) continue;
+      if (placeholders == inputs.size())
+        fail(n, "passes '" + path + "' " + std::to_string(inputs.size()) + " operand(s); it takes more");
+      inner.values_[p] = inputs[placeholders++];
+    }
+    if (placeholders != inputs.size())
+      fail(n, "passes '" + path + "' " + std::to_string(inputs.size()) + " operands; it takes " +
+                  std::to_string(placeholders));
+    for (const Node* m : sub->graph().nodes())
+      if (m->op() != Op::placeholder) inner.emit(m);
+    return results;
+  }
 
  private:
+  // A subgraph written inline: its output's values go to `results`.
+  ForwardEmitter(const GraphModule& gm, const ExtraCalls& extra, ForwardState& state, std::string prefix,
+                 std::vector<CppValue>* results)
+      : gm_(gm),
+        extra_(extra),
+        state_(state),
+        out_(state.out),
+        local_names_(state.local_names),
+        member_names_(state.member_names),
+        weight_index_(state.weight_index),
+        overloads_(state.overloads),
+        prefix_(std::move(prefix)),
+        results_(results) {}
+
   // ---- values ----
   CppValue sequence(const std::vector<Argument>& items) {
     std::vector<std::string> parts;
@@ -307,6 +360,11 @@ class ForwardEmitter final : public Emitter {
         return;
       }
       case Op::get_attr:
+        if (dynamic_cast<const GraphModule*>(gm_.get_submodule(n->target().str()))) {
+          subgraphs_.insert(n);  // written where cond or while_loop reads it
+          values_[n] = CppValue{"", Kind::none, {}};
+          return;
+        }
         if (!gm_.has_attribute(n->target().str())) fail(n, "names no tensor of the GraphModule");
         declare(n, CppValue{weight(n->target().str()), Kind::tensor, {}});
         return;
@@ -317,6 +375,10 @@ class ForwardEmitter final : public Emitter {
         return;
       }
       case Op::call_function:
+        if (is_control_flow(*n)) {
+          values_[n] = emit_control_flow(*this, n);  // it declares its own variable
+          return;
+        }
         declare(n, call_function(n));
         return;
       case Op::call_method:
@@ -331,6 +393,15 @@ class ForwardEmitter final : public Emitter {
   void output(const Node* n) {
     if (n->args().empty()) fail(n, "has no value");
     const Argument& result = n->args()[0];
+    if (results_) {
+      const auto* items = std::get_if<Tuple>(&result.storage());
+      const auto* list = std::get_if<List>(&result.storage());
+      if (items || list)
+        for (const Argument& item : items ? items->items : list->items) results_->push_back(value(item));
+      else
+        results_->push_back(value(result));
+      return;
+    }
     CppValue v = value(result);
     if (v.kind == Kind::tensor) {
       out_.return_type = "at::Tensor";
@@ -941,11 +1012,15 @@ class ForwardEmitter final : public Emitter {
 
   const GraphModule& gm_;
   const ExtraCalls& extra_;
-  CppForward out_;
-  CppNames local_names_, member_names_;
+  ForwardState& state_;
+  CppForward& out_;
+  CppNames &local_names_, &member_names_;
+  std::unordered_map<std::string, size_t>& weight_index_;
+  std::unordered_map<std::string, std::vector<c10::OperatorHandle>>& overloads_;
+  const std::string prefix_;              // "true_graph_0." in a subgraph, else ""
+  std::vector<CppValue>* const results_;  // a subgraph's outputs, else nullptr
   std::unordered_map<const Node*, CppValue> values_;
-  std::unordered_map<std::string, size_t> weight_index_;
-  std::unordered_map<std::string, std::vector<c10::OperatorHandle>> overloads_;  // by ATen name
+  std::unordered_set<const Node*> subgraphs_;  // get_attr nodes of GraphModules
   const Node* current_ = nullptr;
 };
 
@@ -959,7 +1034,9 @@ void Emitter::fail(const Node* n, const std::string& why) {
 }
 
 CppForward emit_forward(const GraphModule& gm, const ExtraCalls& extra) {
-  return ForwardEmitter(gm, extra).run();
+  ForwardState state;
+  ForwardEmitter(gm, extra, state).run();
+  return std::move(state.out);
 }
 
 }  // namespace fx::codegen

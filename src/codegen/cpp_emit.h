@@ -82,6 +82,12 @@ std::string cpp_int_list(const std::vector<std::string>& items);
 // The statements for one call_module node of an fx::nn leaf (cpp_modules.cpp).
 CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& m);
 
+// torch.ops.higher_order.cond and while_loop (cpp_control_flow.cpp): an `if`
+// and a `while` around their subgraphs' statements. The result is a variable
+// the statements declare, a std::vector<at::Tensor>.
+bool is_control_flow(const Node& n);
+CppValue emit_control_flow(Emitter& e, const Node* n);
+
 // What emit_module_call needs from the emitter.
 class Emitter {
  public:
@@ -94,6 +100,13 @@ class Emitter {
   virtual void line(const std::string& text) = 0;
   // A fresh local name derived from `base`.
   virtual std::string temp(const std::string& base) = 0;
+  // Lines from now on are indented by `levels` more (or fewer) braces.
+  virtual void indent(int levels) = 0;
+  // The statements of the subgraph at `path` (a GraphModule the graph reads
+  // with get_attr, for node `n`), written here with its placeholders bound
+  // to `inputs`; returns the values it outputs (a tuple's items one by one).
+  virtual std::vector<CppValue> inline_graph(const Node* n, const std::string& path,
+                                             const std::vector<CppValue>& inputs) = 0;
   // Throws the fx::Error of a node (nullptr: the graph) that cannot be written.
   [[noreturn]] static void fail(const Node* n, const std::string& why);
 };

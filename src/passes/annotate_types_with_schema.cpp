@@ -71,7 +71,7 @@ Value AnnotateTypesWithSchema::call_module(Target target, const std::vector<Valu
   std::optional<std::string_view> type;
   if (annotate_modules_)
     if (torch::nn::Module* m = module().get_submodule(target.str()))
-      type = module_return_type(detail::type_of(*m));
+      type = module_return_type(fx::detail::type_of(*m));
   Value out = Transformer::call_module(target, args, kwargs);
   annotate(out, type);
   return out;

@@ -2,7 +2,9 @@
 // and (CppExportBuild, the ctest `passes.cpp_export.build`, label `export`)
 // builds with cmake against the LibTorch fxcpp is built against and computes
 // what gm.run does.
+#include <fx/capture.h>
 #include <fx/codegen/cpp_export.h>
+#include <fx/control_flow.h>
 #include <fx/fx.h>
 #include <fx/models/alexnet.h>
 #include <fx/models/densenet.h>
@@ -185,6 +187,63 @@ TEST(CppExport, AnAtenGraphCallsWhatCxxHas) {
     EXPECT_NE(forward.find(call), std::string::npos) << call << "\nnot in\n" << forward;
 }
 
+// fx::cond and fx::while_loop, captured: a branch that reads a tensor made
+// before the capture (a weight of the branch), and a loop whose count
+// depends on the input.
+std::unique_ptr<fx::GraphModule> control_flow_program() {
+  torch::manual_seed(0);
+  at::Tensor w = torch::randn({3, 4});
+  auto program = [w](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor x = in[0].toTensor();
+    at::Tensor y = fx::cond(
+        x.sum() > 0, [w](const fx::Tensors& a) { return fx::Tensors{a[0].sin() * w}; },
+        [](const fx::Tensors& a) { return fx::Tensors{a[0].cos() + 1}; }, {x})[0];
+    fx::Tensors loop = fx::while_loop([](const fx::Tensors& c) { return c[0].sum() < 40; },
+                                      [](const fx::Tensors& c) {
+                                        return fx::Tensors{c[0] + 1, c[1] * 2};
+                                      },
+                                      {y, x});
+    return c10::ivalue::Tuple::create({loop[0], loop[1]});
+  };
+  return fx::capture(program, {torch::rand({3, 4}) + 1});
+}
+
+TEST(CppExport, CondAndWhileLoopAreAnIfAndAWhile) {
+  auto gm = control_flow_program();
+  ScratchDir dir("cpp_export_control_flow");
+  fx::export_cpp(*gm, dir.str("p"));
+  const std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
+  for (const char* text :
+       {"  std::vector<at::Tensor> cond;\n  if (gt.item<bool>()) {\n    at::Tensor sin = at::sin(arg0_1);\n",
+        "    cond = {mul};\n  } else {\n    at::Tensor cos = at::cos(arg0_1);\n",
+        "    cond = {add};\n  }\n  at::Tensor getitem = cond[0];\n",
+        "  std::vector<at::Tensor> while_loop = {getitem, arg0_1};\n  while (true) {\n",
+        "at::sum(while_loop[0]", "    if (!lt.item<bool>()) break;\n",
+        "    while_loop = {add_1, mul_1};\n  }\n"})
+    EXPECT_NE(forward.find(text), std::string::npos) << text << "\nnot in\n" << forward;
+  // The branch's weight is a member of the class, named by its path.
+  const std::string header = export_test::read_text(dir.path() / "p" / "model.h");
+  EXPECT_NE(header.find("true_graph_0"), std::string::npos) << header;
+
+  // A subgraph read by something other than cond or while_loop.
+  fx::Graph& graph = gm->graph();
+  fx::Node* branch = graph.find_nodes(fx::Op::get_attr, fx::Target("true_graph_0")).at(0);
+  {
+    auto at = graph.inserting_before(graph.output_node());
+    graph.call_function("torch.ops.aten.add.Tensor",
+                        {graph.find_nodes(fx::Op::placeholder, fx::Target("arg0_1")).at(0), branch});
+  }
+  try {
+    fx::export_cpp(*gm, dir.str("misuse"));
+    FAIL() << "a subgraph used as a value was exported";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("uses the subgraph 'true_graph_0', which only cond and while_loop take"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CppExport, BadInputIsAnError) {
   auto gm = traced(corpus().back());
   ScratchDir dir("cpp_export_bad");
@@ -264,6 +323,27 @@ void build_and_compare(const Case& c) {
   export_test::expect_same_outputs(got, want, 1e-4, 1e-5);
 }
 
+// The control-flow program's project, on an input for each branch (and a
+// different number of iterations for each).
+void build_and_compare_control_flow() {
+  auto gm = control_flow_program();
+  ScratchDir dir("cpp_export_build_control_flow");
+  const auto project = dir.path() / "project";
+  fx::export_cpp(*gm, project.string());
+  auto log = dir.path() / "build.log";
+  int rc = export_test::cmake_build(project, "", log);
+  ASSERT_EQ(rc, 0) << export_test::read_text(log);
+  for (double sign : {1.0, -1.0}) {
+    SCOPED_TRACE(sign > 0 ? "true branch" : "false branch");
+    at::Tensor x = (torch::rand({3, 4}) + 0.5) * sign;
+    export_test::save_ivalue(dir.path() / "input.pt", x);
+    rc = export_test::run_model(project, dir.path() / "input.pt", dir.path() / "output.pt", log);
+    ASSERT_EQ(rc, 0) << export_test::read_text(log);
+    export_test::expect_same_outputs(export_test::load_ivalue(dir.path() / "output.pt"), gm->run({x}), 1e-5,
+                                     1e-6);
+  }
+}
+
 // Compiling a LibTorch project takes a minute or more: these run only in the
 // ctest `passes.cpp_export.build` (label `export`), which sets
 // FXCPP_EXPORT_BUILD=1; the rest of the corpus (Corpus/...) with
@@ -273,19 +353,22 @@ class CppExportBuild : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     const char* env = std::getenv("FXCPP_EXPORT_BUILD");
     if (!env) GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=1 to build the exported projects";
-    const bool always = GetParam() == "mixed" || GetParam() == "resnet18" || GetParam() == "vit";
+    const bool always = GetParam() == "mixed" || GetParam() == "resnet18" || GetParam() == "vit" ||
+                        GetParam() == "control_flow";
     if (!always && std::string(env) != "all")
       GTEST_SKIP() << "set FXCPP_EXPORT_BUILD=all to build every model";
   }
 };
 
 TEST_P(CppExportBuild, BuildsAndComputesWhatTheGraphModuleComputes) {
+  if (GetParam() == "control_flow") return build_and_compare_control_flow();
   for (const auto& c : corpus())
     if (c.name == GetParam()) return build_and_compare(c);
   FAIL() << "no case " << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CppExportBuild, ::testing::Values("mixed", "resnet18", "vit"));
+INSTANTIATE_TEST_SUITE_P(Models, CppExportBuild,
+                         ::testing::Values("mixed", "resnet18", "vit", "control_flow"));
 INSTANTIATE_TEST_SUITE_P(Corpus, CppExportBuild,
                          ::testing::Values("resnet50", "alexnet", "vgg11", "squeezenet1_0",
                                            "shufflenet_v2_x1_0", "mobilenet_v2", "densenet121"));
