@@ -286,7 +286,15 @@ TEST(Compile, HalfPrecisionComputesInFloat) {
       const at::Tensor exact = fn(xh.to(torch::kFloat), yh.to(torch::kFloat), bh.to(torch::kFloat));
       EXPECT_TRUE(at::allclose(got.to(torch::kFloat), exact.to(dtype).to(torch::kFloat), 1e-2, 1e-3))
           << (got.to(torch::kFloat) - exact).abs().max();
-      EXPECT_TRUE(at::allclose(got.to(torch::kFloat), fn(xh, yh, bh).to(torch::kFloat), 5e-2, 5e-2)) << dtype;
+      // Eager rounds after each operator: an element near the where's
+      // threshold can take the other side there, and move its row's
+      // maximum. Rows with such an element are left out of this comparison.
+      const at::Tensor xf = xh.to(torch::kFloat), yf = yh.to(torch::kFloat), bf = bh.to(torch::kFloat);
+      const at::Tensor near =
+          ((torch::sigmoid((xf * 2.0 + yf).relu()) * xf - bf - 0.25).abs() < 0.05).any(-1, true);
+      EXPECT_TRUE(at::allclose(got.to(torch::kFloat).masked_fill(near, 0),
+                               fn(xh, yh, bh).to(torch::kFloat).masked_fill(near, 0), 5e-2, 5e-2))
+          << dtype;
     }
 }
 
