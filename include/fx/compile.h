@@ -148,9 +148,10 @@ class CompiledModule {
   // no IValues between them. The project builds for the instruction set of
   // this processor (CMake option FX_KERNEL_ISA: AVX512, AVX2 or DEFAULT,
   // for any processor) and serves the sizes the program was compiled for:
-  // other sizes are an error that names the kernel and its input. Throws
-  // fx::Error before the first run, for a program with cond or while_loop,
-  // and as fx::export_cpp does.
+  // other sizes are an error that names the kernel and its input. A cond or
+  // while_loop is an `if` or a `while` around its branches' statements, and
+  // each branch's kernels a file of their own. Throws fx::Error before the
+  // first run, and as fx::export_cpp does.
   void export_cpp(const std::string& dir, const CppExportOptions& options = {}) const;
 
  private:

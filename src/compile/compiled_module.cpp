@@ -727,11 +727,9 @@ struct CompiledModule::Specialization {
   bool runs_compiled() const { return compiled || autograd; }
   GraphModule& runs() const { return autograd ? *autograd->forward : *compiled; }
   CompileReport report;
-  // What export_cpp writes: the top graph's kernel source and kernel nodes,
-  // and whether the program has branches (which it does not write).
-  std::string source;
-  std::vector<cd::KernelSite> sites;
-  bool branches = false;
+  // What export_cpp writes: each graph's kernel source and kernel nodes,
+  // the top graph's first.
+  std::vector<cd::KernelSource> sources;
 };
 
 namespace {
@@ -791,6 +789,23 @@ const CompileReport& CompiledModule::report() const {
   return last_->report;
 }
 
+namespace {
+
+// A compiled graph as an exported project runs it: keeping no values between
+// calls (its products read the weights as they are), and so each branch.
+std::unique_ptr<GraphModule> standalone(GraphModule& compiled) {
+  std::unique_ptr<GraphModule> program = cd::inline_weight_caches(compiled);
+  cd::unpack_weights(program->graph());
+  for (const Node* n : program->graph().nodes())
+    for (Node* attr : branch_call(*n).graphs)
+      if (auto* branch = dynamic_cast<GraphModule*>(compiled.get_submodule(attr->target().str())))
+        program->add_submodule(attr->target().str(), standalone(*branch));
+  program->recompile();
+  return program;
+}
+
+}  // namespace
+
 void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& options) const {
   std::shared_ptr<Specialization> s;
   {
@@ -803,16 +818,7 @@ void CompiledModule::export_cpp(const std::string& dir, const CppExportOptions& 
         "fx::CompiledModule::export_cpp: the last call was compiled for autograd (grad mode on and "
         "something requiring grad), as a forward and a backward; export a call made under "
         "torch::NoGradGuard");
-  if (s->branches)
-    throw Error(
-        "fx::CompiledModule::export_cpp: the program has cond or while_loop branches, which an "
-        "exported project does not run yet; run it with fx::compile");
-  // The exported program keeps no values between calls: its products read
-  // the weights as they are.
-  std::unique_ptr<GraphModule> program = cd::inline_weight_caches(*s->compiled);
-  cd::unpack_weights(program->graph());
-  program->recompile();
-  cd::export_project(*program, s->source, s->sites, dir, options);
+  cd::export_project(*standalone(*s->compiled), s->sources, dir, options);
 }
 
 c10::IValue CompiledModule::run(const std::vector<c10::IValue>& inputs) {
@@ -965,9 +971,8 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
     if (!options_.debug_dir.empty())
       write_debug_files(options_.debug_dir, s->runs(), s->autograd ? s->autograd->backward.get() : nullptr,
                         sources, phase);
-    s->source = std::move(sources.front().source);
-    s->sites = std::move(sources.front().sites);
-    s->branches = sources.size() > 1;
+    for (GraphSource& src : sources)
+      s->sources.push_back(cd::KernelSource{src.label, std::move(src.source), std::move(src.sites)});
     last_ = s;
   }
   specializations_.push_front(s);

@@ -4,8 +4,9 @@
 //
 // export_cpp (src/codegen) writes forward: the ATen calls and the weights.
 // This file adds the kernels: kernels.cpp is the generated source as it is
-// built for fx::compile, and kernels.h has one inline function per kernel,
-// which forward calls in place of the kernel node:
+// built for fx::compile (kernels_<branch>.cpp each cond or while_loop
+// branch's), and kernels.h has one inline function per kernel, which forward
+// calls in place of the kernel node:
 //
 //   at::Tensor cpp_fused_add_gelu_0 = fx_kernels::cpp_fused_add_gelu_0(mm_default, self._0_bias);
 //
@@ -134,7 +135,7 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
 
 // The kernels' part of CMakeLists.txt: FX_KERNEL_ISA picks one of
 // instruction_sets(), `isa` by default.
-std::string kernels_cmake(const std::string& isa) {
+std::string kernels_cmake(const std::string& isa, const std::string& files) {
   std::string names, choose;
   const auto& sets = instruction_sets();
   for (size_t i = 0; i < sets.size(); ++i) {
@@ -160,7 +161,9 @@ std::string kernels_cmake(const std::string& isa) {
          ", not '${FX_KERNEL_ISA}'\")\n"
          "endif()\n"
          "find_package(OpenMP REQUIRED)\n"
-         "add_library(fx_kernels OBJECT kernels.cpp)\n"
+         "add_library(fx_kernels OBJECT" +
+         files +
+         ")\n"
          "target_include_directories(fx_kernels PRIVATE ${TORCH_INCLUDE_DIRS})\n"
          "target_compile_features(fx_kernels PRIVATE cxx_std_17)\n"
          "target_compile_definitions(fx_kernels PRIVATE ${fx_isa_definitions})\n"
@@ -172,9 +175,33 @@ std::string kernels_cmake(const std::string& isa) {
 
 }  // namespace
 
-void export_project(const GraphModule& compiled, const std::string& source,
-                    const std::vector<KernelSite>& sites, const std::string& dir,
-                    const CppExportOptions& options) {
+void export_project(const GraphModule& compiled, const std::vector<KernelSource>& sources,
+                    const std::string& dir, const CppExportOptions& options) {
+  // Each branch's library names its kernels as the top graph's may
+  // (cpp_fused_add_0): in the project, a branch's are prefixed with its
+  // label, by a #define before its source, so that its text stays as built.
+  std::vector<KernelSite> sites;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string names;
+  for (const KernelSource& s : sources) {
+    if (s.sites.empty()) continue;
+    std::string file = "kernels.cpp", renames;
+    if (!s.label.empty()) {
+      std::string prefix;
+      for (char c : s.label) prefix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      file = "kernels_" + prefix + ".cpp";
+      renames = "// " + s.label + "'s kernels, named apart from the other graphs'.\n";
+      for (KernelSite k : s.sites) {
+        renames += "#define " + k.name + " " + prefix + "_" + k.name + "\n";
+        k.name = prefix + "_" + k.name;
+        sites.push_back(std::move(k));
+      }
+    } else {
+      sites.insert(sites.end(), s.sites.begin(), s.sites.end());
+    }
+    files.emplace_back(file, renames + s.source);
+    names += " " + file;
+  }
   std::unordered_map<std::string, const KernelSite*> by_target;
   for (const KernelSite& k : sites) by_target.emplace(k.target, &k);
   codegen::ProjectAdditions add;
@@ -199,9 +226,10 @@ void export_project(const GraphModule& compiled, const std::string& source,
     return codegen::CppValue{call, codegen::Kind::tensor_list, {}};
   };
   if (!sites.empty()) {
-    add.files = {{"kernels.cpp", source}, {"kernels.h", kernels_h(sites)}};
+    add.files = std::move(files);
+    add.files.emplace_back("kernels.h", kernels_h(sites));
     add.forward_include = "kernels.h";
-    add.cmake = kernels_cmake(host_isa());
+    add.cmake = kernels_cmake(host_isa(), names);
   }
   codegen::write_project(compiled, dir, options, add);
 }

@@ -329,12 +329,20 @@ struct KernelSite {
   std::vector<std::vector<int64_t>> output_sizes, output_strides;
   std::vector<int64_t> dims;
 };
+// The kernels of one graph of a compiled program: the top graph's (label
+// "") or a cond or while_loop branch's (label "true_graph_0"), each branch's
+// a library of its own.
+struct KernelSource {
+  std::string label;
+  std::string source;
+  std::vector<KernelSite> sites;  // its kernel nodes'
+};
 // Writes export_cpp's project (fx/codegen/cpp_export.h) for `compiled`, a
-// graph whose kernel nodes are `sites`, with `source` as kernels.cpp:
+// graph (with its branches) whose kernel nodes are the sources' sites: the
+// top graph's source is kernels.cpp, a branch's kernels_<label>.cpp, and
 // forward calls each kernel directly on its tensors' data. fx::Error, before
 // anything is written, for a node the project cannot spell.
-void export_project(const GraphModule& compiled, const std::string& source,
-                    const std::vector<KernelSite>& sites, const std::string& dir,
-                    const CppExportOptions& options);
+void export_project(const GraphModule& compiled, const std::vector<KernelSource>& sources,
+                    const std::string& dir, const CppExportOptions& options);
 
 }  // namespace fx::compile_detail

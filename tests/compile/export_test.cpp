@@ -146,20 +146,39 @@ TEST(CompiledExport, WhatItCannotWriteIsAnErrorBeforeAnyFile) {
   EXPECT_THAT([&] { compiled->export_cpp(dir.str("bad"), {.class_name = "not a name"}); },
               testing::ThrowsMessage<fx::Error>(HasSubstr("is not a C++ identifier")));
   EXPECT_FALSE(fs::exists(dir.path() / "bad"));
+}
 
+// A cond whose branches each fuse a kernel, in a loop whose body fuses one:
+// each branch's library is a file of the project.
+c10::IValue branching(const std::vector<c10::IValue>& in) {
+  at::Tensor x = in[0].toTensor();
+  at::Tensor y = fx::cond(
+      x.sum() > 0, [](const fx::Tensors& t) { return fx::Tensors{torch::sigmoid(t[0]) * 2.0 + 1.0}; },
+      [](const fx::Tensors& t) { return fx::Tensors{torch::tanh(t[0] - 1.0) * t[0]}; }, {x})[0];
+  return fx::while_loop([](const fx::Tensors& c) { return c[0].sum() < 60; },
+                        [](const fx::Tensors& c) { return fx::Tensors{(c[0] + 1.0).abs() * 1.5}; }, {y})[0];
+}
+
+TEST(CompiledExport, EachBranchsKernelsAreAFileOfTheProject) {
+  ScratchDir dir("compiled_export_branches");
   torch::NoGradGuard no_grad;
-  auto with_cond = fx::compile(
-      [](const std::vector<c10::IValue>& in) -> c10::IValue {
-        at::Tensor x = in[0].toTensor();
-        return fx::cond(
-            x.sum() > 0, [](const fx::Tensors& t) { return fx::Tensors{torch::sigmoid(t[0]) * 2.0 + 1.0}; },
-            [](const fx::Tensors& t) { return fx::Tensors{torch::tanh(t[0] - 1.0) * t[0]}; }, {x})[0];
-      },
-      options_in(dir));
-  with_cond->run({torch::rand({3, 5})});
-  EXPECT_THAT([&] { with_cond->export_cpp(dir.str("cond")); },
-              testing::ThrowsMessage<fx::Error>(HasSubstr("cond or while_loop branches")));
-  EXPECT_FALSE(fs::exists(dir.path() / "cond"));
+  auto compiled = fx::compile(branching, options_in(dir));
+  compiled->run({torch::rand({3, 5})});
+  ASSERT_GE(compiled->report().kernels, 3u);
+  compiled->export_cpp(dir.str("project"));
+  const fs::path project = dir.path() / "project";
+  for (const char* label : {"true_graph_0", "false_graph_0", "while_loop_body_graph_0"}) {
+    const fs::path file = project / ("kernels_" + std::string(label) + ".cpp");
+    ASSERT_TRUE(fs::exists(file)) << file;
+    EXPECT_THAT(export_test::read_text(file), HasSubstr("#define cpp_fused_"));
+    EXPECT_THAT(export_test::read_text(project / "kernels.h"), HasSubstr(std::string(label) + "_cpp_fused_"));
+    EXPECT_THAT(export_test::read_text(project / "CMakeLists.txt"),
+                HasSubstr("kernels_" + std::string(label)));
+  }
+  const std::string forward = export_test::read_text(project / "forward.cpp");
+  EXPECT_THAT(forward, HasSubstr("if ("));
+  EXPECT_THAT(forward, HasSubstr("while (true) {"));
+  EXPECT_THAT(forward, HasSubstr("fx_kernels::true_graph_0_cpp_fused_"));
 }
 
 // ---- building and running the projects ---------------------------------------
@@ -210,6 +229,22 @@ TEST_F(CompiledExportBuild, TheProjectComputesWhatTheCompiledModuleComputes) {
       << export_test::read_text(dir.path() / "build.log");
   ASSERT_EQ(run_model(dir, {x}, got), 0) << export_test::read_text(dir.path() / "run.log");
   export_test::expect_same_outputs(got, want, 1e-5, 1e-6);
+}
+
+TEST_F(CompiledExportBuild, AProgramWithBranchesComputesWhatTheCompiledModuleComputes) {
+  ScratchDir dir("compiled_export_build_branches");
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(branching, options_in(dir));
+  const at::Tensor x = torch::rand({3, 5}) + 0.5;
+  compiled->run({x});  // compiles
+  compiled->export_cpp(dir.str("project"));
+  ASSERT_EQ(export_test::cmake_build(dir.path() / "project", "", dir.path() / "build.log"), 0)
+      << export_test::read_text(dir.path() / "build.log");
+  for (const at::Tensor& input : {x, -x}) {  // each branch, and a number of iterations each
+    c10::IValue got;
+    ASSERT_EQ(run_model(dir, {input}, got), 0) << export_test::read_text(dir.path() / "run.log");
+    export_test::expect_same_outputs(got, compiled->run({input}), 1e-5, 1e-6);
+  }
 }
 
 // A traced model compiled and exported: the project computes what the
