@@ -944,6 +944,13 @@ class ForwardEmitter final : public Emitter {
         return {expr, Kind::tuple, returns};
       }
     }
+    // Python wraps a number given for a Tensor parameter as a tensor
+    // (torch.export's `add.Tensor(x, 1)`); C++ passes it to the overload that
+    // takes a Scalar there (add.Scalar), which computes the same.
+    bool number = false;
+    for (const auto& p : pos) number = number || is_number(p.kind);
+    for (const auto& [k, v] : kw) number = number || is_number(v.kind);
+    if (!overload.empty() && number) return aten(n, name, args, kwargs, method);
     std::vector<std::string> got;
     for (const auto& p : pos) got.push_back(kind_name(p.kind));
     for (const auto& [k, v] : kw) got.push_back(k + "=" + kind_name(v.kind));

@@ -187,6 +187,26 @@ TEST(CppExport, AnAtenGraphCallsWhatCxxHas) {
     EXPECT_NE(forward.find(call), std::string::npos) << call << "\nnot in\n" << forward;
 }
 
+// torch.export writes Python's numbers where a Tensor overload takes a
+// tensor (`add.Tensor(x, 1)`, a wrapped number); C++ calls the Scalar
+// overload, which computes the same.
+TEST(CppExport, ANumberForATensorParameterTakesTheScalarOverload) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* add = g->call_function("torch.ops.aten.add.Tensor", {x, int64_t{1}});
+  g->output(g->call_function("torch.ops.aten.mul.Tensor", {add, 2.5}));
+  std::map<std::string, fx::GraphModule::Attr> none;
+  fx::GraphModule gm(none, std::move(g));
+  ScratchDir dir("cpp_export_wrapped_number");
+  fx::export_cpp(gm, dir.str("p"));
+  const std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
+  EXPECT_NE(
+      forward.find(
+          "at::Tensor add_tensor = at::add(x, 1);\n  at::Tensor mul_tensor = at::mul(add_tensor, 2.5);"),
+      std::string::npos)
+      << forward;
+}
+
 // fx::cond and fx::while_loop, captured: a branch that reads a tensor made
 // before the capture (a weight of the branch), and a loop whose count
 // depends on the input.
