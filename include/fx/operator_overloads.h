@@ -16,4 +16,9 @@ namespace fx {
 // loaded later is found. Thread-safe.
 std::vector<c10::OperatorHandle> operator_overloads(std::string_view qualified);
 
+// True for an operator whose result is a view of an argument: a return that
+// aliases it without writing it (`Tensor(a)`: view, transpose, select,
+// ...), as functionalization and the compiler both read it.
+bool is_view_op(const c10::OperatorHandle& op);
+
 }  // namespace fx

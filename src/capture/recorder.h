@@ -7,6 +7,7 @@
 #include <fx/capture.h>
 #include <fx/graph.h>
 #include <fx/graph_module.h>
+#include <fx/operator_overloads.h>
 #include <fx/tree_spec.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -280,8 +281,5 @@ MadeDuringCapture made_during_capture(const at::Tensor& t);
 
 // `aten::add_.Tensor`, the name errors use.
 std::string operator_name(const c10::OperatorHandle& op);
-
-// True for an operator whose result aliases an argument (`Tensor(a)`).
-bool is_view_op(const c10::OperatorHandle& op);
 
 }  // namespace fx::capture_detail

@@ -34,12 +34,6 @@ int64_t dim_in(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
 
 }  // namespace
 
-bool is_view_op(const c10::OperatorHandle& op) {
-  for (const auto& r : op.schema().returns())
-    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
-  return false;
-}
-
 torch::jit::Stack Recorder::call(const c10::OperatorHandle& op, torch::jit::Stack stack, Node** node) {
   *node = create_call(op, stack, 0);
   {

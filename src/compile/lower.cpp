@@ -13,6 +13,7 @@
 #include "phases.h"
 
 #include <fx/error.h>
+#include <fx/operator_overloads.h>
 
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/strides.h>
@@ -34,10 +35,7 @@ std::optional<double> number(const Argument& a) {
 bool is_view(const Node& node) {
   if (node.op() != Op::call_function) return false;
   const c10::OperatorHandle* op = node.target().operator_handle();
-  if (!op || !op->hasSchema()) return false;
-  for (const auto& r : op->schema().returns())
-    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
-  return false;
+  return op && is_view_op(*op);
 }
 
 const passes::TensorMetadata* tensor_meta(const Node& node) {

@@ -69,4 +69,11 @@ std::vector<c10::OperatorHandle> operator_overloads(std::string_view qualified) 
   return out;
 }
 
+bool is_view_op(const c10::OperatorHandle& op) {
+  if (!op.hasSchema()) return false;
+  for (const auto& r : op.schema().returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
+  return false;
+}
+
 }  // namespace fx
