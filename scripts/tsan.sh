@@ -34,4 +34,4 @@ export OMP_NUM_THREADS=1
 build-tsan/tests/unit/fx_concurrency_tests
 build-tsan/tests/capture/fx_capture_tests
 build-tsan/tests/compile/fx_compile_tests \
-  --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime:CompileAutograd.ThreadsDifferentiateOneCompiledModule:WeightCache.ThreadsShareOneCache
+  --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime:CompileAutograd.ThreadsDifferentiateOneCompiledModule:WeightCache.ThreadsShareOneCache:PackWeights.ThreadsShareOnePackedModule

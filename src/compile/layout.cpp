@@ -13,12 +13,17 @@
 // (weight_cache.cpp) while it does not change, so only the weights copied on
 // every call (graph inputs, or all of them in a training step, whose
 // optimizer changes them) count against the images below. A graph output
-// whose layout this changed is copied back to the layout eager gives it.
+// whose layout this changed is copied back to the layout eager gives it,
+// and so is the input of a view that cannot view it as it is now laid out
+// (a flatten of a channels_last image: the view becomes a reshape, which
+// copies, as Inductor's view of such a layout does).
 #include "phases.h"
 
+#include <ATen/TensorUtils.h>
 #include <c10/util/accumulate.h>
 
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,6 +33,8 @@ namespace {
 
 const Target kConvolution("torch.ops.aten.convolution.default");
 const Target kClone("torch.ops.aten.clone.default");
+const Target kView("torch.ops.aten.view.default");
+const Target kReshape("torch.ops.aten.reshape.default");
 
 bool row_major_image(const Node& x) {
   const passes::TensorMetadata* m = tensor_meta(x);
@@ -86,7 +93,30 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   std::vector<std::pair<Node*, passes::TensorMetadata>> before;
   for (Node* out : output->all_input_nodes())
     if (const passes::TensorMetadata* m = tensor_meta(*out)) before.emplace_back(out, *m);
+  // A view of a value whose layout may change here (one computed from a
+  // copy) is a reshape while the layouts are found, and a view again
+  // where it can view the value as laid out now.
+  std::unordered_set<const Node*> moved;
+  for (const auto& [x, copy] : copies) moved.insert(copy);
+  std::vector<Node*> views;
+  for (Node* n : graph.nodes()) {
+    if (moved.count(n)) continue;
+    bool reads_moved = false;
+    for (const Node* in : n->all_input_nodes()) reads_moved = reads_moved || moved.count(in);
+    if (!reads_moved) continue;
+    moved.insert(n);
+    if (n->op() == Op::call_function && n->target() == kView && n->args().size() == 2 &&
+        n->kwargs().empty()) {
+      n->set_target(kReshape);
+      views.push_back(n);
+    }
+  }
   propagate_tensor_meta(gm, inputs);
+  for (Node* n : views) {
+    const passes::TensorMetadata* x = tensor_meta(*n->args()[0].node());
+    const passes::TensorMetadata* out = tensor_meta(*n);
+    if (x && out && at::detail::computeStride(x->shape, x->stride, out->shape)) n->set_target(kView);
+  }
   // Before the propagation every input looked row-major; now a copy whose input
   // comes channels_last from an earlier convolution is known to be idle.
   size_t added = weight_copies.size();

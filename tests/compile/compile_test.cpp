@@ -666,6 +666,36 @@ TEST(Compile, ConvolutionsReadChannelsLast) {
   EXPECT_THAT(single->compiled_graph().graph().to_string(), testing::Not(HasSubstr("clone")));
 }
 
+// A view of a convolution's channels_last result that cannot view it as it
+// is laid out now (a flatten across channels and pixels) becomes a reshape,
+// which copies; one that can (pixels merged) stays a view.
+TEST(Compile, AViewOfAChannelsLastImageThatCannotViewItCopies) {
+  torch::manual_seed(0);
+  torch::nn::Conv2d first(torch::nn::Conv2dOptions(3, 8, 3).padding(1)),
+      second(torch::nn::Conv2dOptions(8, 8, 3));
+  torch::nn::Linear fc(8 * 6 * 6, 10);
+  torch::nn::Sequential root(first, second, fc);
+  auto fn = [&](const std::vector<c10::IValue>& in) -> c10::IValue {
+    at::Tensor y = torch::relu(second->forward(torch::relu(first->forward(in[0].toTensor()))));
+    at::Tensor pixels = y.view({y.size(0), 8, 36}).sum(-1);  // a view of channels_last pixels
+    return c10::ivalue::Tuple::create({fc->forward(y.flatten(1)), pixels});
+  };
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(*root, fn, fresh_options());
+  for (int call = 0; call < 2; ++call) {  // the second runs the compiled program
+    at::Tensor x = torch::randn({4, 3, 8, 8});
+    const auto got = run_compiled(*compiled, {x}).toTupleRef().elements();
+    const auto want = fn({x}).toTupleRef().elements();
+    for (size_t i = 0; i < 2; ++i) expect_close(got[i].toTensor(), want[i].toTensor());
+  }
+  const std::string text = compiled->compiled_graph().graph().to_string();
+  EXPECT_THAT(text, HasSubstr("torch.channels_last"));
+  EXPECT_THAT(text,
+              HasSubstr("call_function[target=torch.ops.aten.reshape.default](args = (%relu_1, [4, 288])"));
+  EXPECT_THAT(text,
+              HasSubstr("call_function[target=torch.ops.aten.view.default](args = (%relu_1, [4, 8, 36])"));
+}
+
 // An operator that counts its CPU calls, with a meta kernel.
 std::atomic<int> counted_calls{0};
 at::Tensor counted_cpu(const at::Tensor& x) {

@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -141,6 +143,64 @@ TEST(PackWeights, ACompiledMlpPacksItsWeightsOnceAndAgainWhenTheyChange) {
   // Another row count: a dynamic program, whose products are plain.
   expect_eager(torch::randn({7, 16}));
   EXPECT_EQ(count_calls(compiled->compiled_graph().graph(), kLinear), 0u);
+}
+
+// Threads calling one compiled module whose weights are packed: the first
+// run packs them (whichever thread comes first), the others read the kept
+// packed weights at once. scripts/tsan.sh runs this under ThreadSanitizer.
+// (Two convolutions: the layout pass makes them channels_last, the layout
+// a packed convolution returns; a single one stays row-major, unpacked.)
+TEST(PackWeights, ThreadsShareOnePackedModule) {
+  if (!at::hasMKL() || !at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without MKL or oneDNN";
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)),
+                            torch::nn::ReLU(), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3)),
+                            torch::nn::ReLU(), torch::nn::Flatten(), torch::nn::Linear(8 * 6 * 6, 10));
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  // Inputs and outputs made here: LibTorch's generator is made lazily, by
+  // whichever thread asks first.
+  std::vector<std::pair<at::Tensor, at::Tensor>> work;
+  for (int i = 0; i < 40; ++i) {
+    at::Tensor x = torch::randn({4, 3, 8, 8});
+    work.emplace_back(x, net->forward(x));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      torch::NoGradGuard thread_no_grad;  // grad mode is per thread
+      for (size_t i = t; i < work.size(); i += 4)
+        if (!at::allclose(compiled->run({work[i].first}).toTensor(), work[i].second, 1e-4, 1e-5)) ++wrong;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(compiled->num_specializations(), 1u);
+  const fx::Graph& g = compiled->compiled_graph().graph();
+  EXPECT_EQ(count_calls(g, kLinear), 1u) << g.to_string();
+  EXPECT_EQ(count_calls(g, kConvolution), 2u) << g.to_string();
+}
+
+// oneDNN's convolution with a packed weight returns channels_last whatever
+// its input: a convolution the layout pass leaves row-major (a single one)
+// is not packed, so that the flatten after it views its result as captured.
+TEST(PackWeights, AConvolutionLeftRowMajorIsNotPacked) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3)), torch::nn::ReLU(),
+                            torch::nn::Flatten(), torch::nn::Linear(8 * 6 * 6, 10));
+  torch::NoGradGuard no_grad;
+  auto compiled = fx::compile(
+      *net, [&](const std::vector<c10::IValue>& in) { return net->forward(in[0].toTensor()); },
+      fresh_options());
+  for (int call = 0; call < 2; ++call) {  // the second runs the compiled program
+    at::Tensor x = torch::randn({4, 3, 8, 8});
+    EXPECT_TRUE(at::allclose(compiled->run({x}).toTensor(), net->forward(x), 1e-4, 1e-5));
+  }
+  const fx::Graph& g = compiled->compiled_graph().graph();
+  EXPECT_EQ(count_calls(g, kConvolution), 0u) << g.to_string();
+  EXPECT_EQ(count_calls(g, "torch.ops.aten.convolution.default"), 1u) << g.to_string();
 }
 
 // Two convolutions: one reads its weight's channels_last copy (layout.cpp)
