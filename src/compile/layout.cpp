@@ -94,10 +94,12 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   for (Node* out : output->all_input_nodes())
     if (const passes::TensorMetadata* m = tensor_meta(*out)) before.emplace_back(out, *m);
   // A view of a value whose layout may change here (one computed from a
-  // copy) is a reshape while the layouts are found, and a view again
+  // copy: a convolution's result is channels_last when its input or its
+  // weight is) is a reshape while the layouts are found, and a view again
   // where it can view the value as laid out now.
   std::unordered_set<const Node*> moved;
   for (const auto& [x, copy] : copies) moved.insert(copy);
+  for (const auto& [w, copy] : weight_copies) moved.insert(copy);
   std::vector<Node*> views;
   for (Node* n : graph.nodes()) {
     if (moved.count(n)) continue;
