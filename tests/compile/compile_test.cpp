@@ -4,6 +4,7 @@
 #include <fx/control_flow.h>
 #include <fx/error.h>
 #include <fx/fx.h>
+#include <fx/models/alexnet.h>
 #include <fx/models/batch_norm_statistics.h>
 #include <fx/models/mobilenetv2.h>
 #include <fx/models/resnet.h>
@@ -1047,6 +1048,10 @@ TEST(Compile, TorchvisionPortsMatchEager) {
   // A small ViT: LayerNorms, attention's softmax, the MLP's GELU.
   fx::models::VisionTransformer vit(32, 8, 2, 4, 64, 128, 0.0, 0.0, 10);
   expect_compiled_model_matches(vit, torch::randn({2, 3, 32, 32}), 4);
+  // AlexNet's classifier flattens a 6x6 image the layout pass made
+  // channels_last: a reshape, which copies.
+  auto alexnet = fx::models::alexnet(10);
+  expect_compiled_model_matches(*alexnet, torch::randn({2, 3, 64, 64}), 0);
 }
 
 TEST(Compile, NewSizesCompileANewSpecialization) {
