@@ -34,6 +34,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/Contiguity.h>
 
 #include <initializer_list>
 #include <string>
@@ -110,17 +111,6 @@ std::vector<int64_t> int_pair(const Argument& a) {
   return v;
 }
 
-// Whether a 4-d tensor is laid out channels_last (dimensions of size 1,
-// whose stride nothing reads, aside): what oneDNN's convolution with a
-// packed weight returns, whatever its input's layout.
-bool channels_last(const passes::TensorMetadata& m) {
-  const std::vector<int64_t>& s = m.shape;
-  const std::vector<int64_t> want{s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
-  for (size_t d = 0; d < 4; ++d)
-    if (s[d] != 1 && m.stride[d] != want[d]) return false;
-  return true;
-}
-
 // Erases `n` and then its input `in` if nothing else reads it.
 void erase_with_input(Graph& graph, Node* n, Node* in) {
   graph.erase_node(n);
@@ -193,8 +183,12 @@ size_t pack_convolutions(GraphModule& gm) {
     // Only where the layout pass chose channels_last for the output: the
     // graph after it reads the output as laid out then, and a view of it
     // (a flatten) needs that layout.
-    if (!w || !is_float(out, 4) || !channels_last(*out) || stride.empty() || padding.empty() ||
-        dilation.empty())
+    // (Tensor::is_contiguous(channels_last)'s test, which sets aside
+    // dimensions of size 1, whose stride nothing reads: tensor_meta's
+    // memory_format says contiguous first where both hold.)
+    if (!w || !is_float(out, 4) ||
+        !c10::_compute_channels_last_contiguous_2d<int64_t>(out->shape, out->stride) || stride.empty() ||
+        padding.empty() || dilation.empty())
       continue;
     const Argument& b = a[2];
     if (!b.is<NoneType>() && !(b.is_node() && is_float(tensor_meta(*b.node()), 1))) continue;
