@@ -5,6 +5,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <optional>
@@ -46,13 +47,19 @@ std::string CppNames::make(const std::string& want) {
   std::string base;
   for (char c : want) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
-  // Identifiers with a double underscore or _Capital are the implementation's.
-  if (base.find("__") != std::string::npos ||
-      (base[0] == '_' && base.size() > 1 && std::isupper(static_cast<unsigned char>(base[1]))))
+  // Identifiers with a double underscore anywhere, or starting with
+  // _Capital, are the implementation's: a run of underscores becomes one
+  // (`true_graph_0._tensor_constant0` is true_graph_0_tensor_constant0), and
+  // _Capital gets a `v` before it.
+  base.erase(std::unique(base.begin(), base.end(), [](char a, char b) { return a == '_' && b == '_'; }),
+             base.end());
+  if (base[0] == '_' && base.size() > 1 && std::isupper(static_cast<unsigned char>(base[1])))
     base = "v" + base;
   if (taken_.insert(base).second) return base;
+  // `x_` takes `x_1`, not `x__1`.
+  const std::string stem = base.back() == '_' ? base : base + "_";
   for (size_t& i = next_suffix_[base];;) {
-    std::string candidate = base + "_" + std::to_string(++i);
+    std::string candidate = stem + std::to_string(++i);
     if (taken_.insert(candidate).second) return candidate;
   }
 }

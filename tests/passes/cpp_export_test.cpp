@@ -241,9 +241,12 @@ TEST(CppExport, CondAndWhileLoopAreAnIfAndAWhile) {
         "at::sum(while_loop[0]", "    if (!lt.item<bool>()) break;\n",
         "    while_loop = {add_1, mul_1};\n  }\n"})
     EXPECT_NE(forward.find(text), std::string::npos) << text << "\nnot in\n" << forward;
-  // The branch's weight is a member of the class, named by its path.
+  // The branch's weight is a member of the class, named by its path, with
+  // one underscore where the path has `._`: C++ reserves every identifier
+  // with a double underscore.
   const std::string header = export_test::read_text(dir.path() / "p" / "model.h");
-  EXPECT_NE(header.find("true_graph_0"), std::string::npos) << header;
+  EXPECT_NE(header.find("true_graph_0_tensor_constant0"), std::string::npos) << header;
+  for (const std::string& text : {header, forward}) EXPECT_EQ(text.find("__"), std::string::npos) << text;
 
   // A subgraph read by something other than cond or while_loop.
   fx::Graph& graph = gm->graph();
