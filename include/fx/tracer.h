@@ -49,8 +49,10 @@ inline constexpr PHType PH{};
 class ConcreteArg {
  public:
   ConcreteArg(PHType) : ph_(true) {}
+  // The requires clause keeps ConcreteArg's copy and move constructors.
   template <class T>
   requires(std::is_constructible_v<Value, T&&> && !std::is_same_v<std::decay_t<T>, ConcreteArg>)
+      // NOLINTNEXTLINE(bugprone-forwarding-reference-overload)
       ConcreteArg(T&& v)
       : value_(std::forward<T>(v)) {}
   static ConcreteArg list(std::vector<ConcreteArg> items) {

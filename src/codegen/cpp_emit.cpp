@@ -424,9 +424,7 @@ class ForwardEmitter final : public Emitter {
       line("return c10::List<at::Tensor>(" + v.expr + ");");
     } else if (v.kind == Kind::tensor_list) {
       line("return c10::List<at::Tensor>(std::vector<at::Tensor>" + v.expr + ");");
-    } else if (v.kind == Kind::tuple) {
-      line("return c10::IValue(" + v.expr + ");");
-    } else if (is_number(v.kind) || v.kind == Kind::int_list) {
+    } else if (v.kind == Kind::tuple || is_number(v.kind) || v.kind == Kind::int_list) {
       line("return c10::IValue(" + v.expr + ");");
     } else {
       fail(n, "returns a " + kind_name(v.kind) + ", which export_cpp cannot return");

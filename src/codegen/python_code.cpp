@@ -419,11 +419,13 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
     read = start;
     if (newline != std::string_view::npos) {
       write -= 4;
+      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): four spaces in the body, not a C string
       std::memcpy(data + write, "    ", 4);
       data[--write] = '\n';
       read = newline;
     }
   }
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): the header's bytes, not a C string
   std::memcpy(data, header.data(), header.size());
   result.src = std::move(body);
   result.globals = names.take_globals();

@@ -230,6 +230,8 @@ struct KeyMatcher {
   // Of a fixed size, which the compiler turns into one comparison.
   template <class T>
   void put(T v) {
+    // Bytes, not values: a NaN (or -0.0) input matches the key it wrote.
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
     ok = ok && static_cast<size_t>(end - p) >= sizeof v && std::memcmp(p, &v, sizeof v) == 0;
     if (ok) p += sizeof v;
   }
@@ -950,10 +952,11 @@ std::shared_ptr<CompiledModule::Specialization> CompiledModule::specialize(
       s->autograd = compile_autograd(std::move(s->captured), layout, examples, options_, s->report, sources,
                                      may_build, dynamic);
   } catch (const TooManyPrograms&) {
-    if (!warned_)
+    if (!warned_) {
       TORCH_WARN("fx::compile: ", kMaxPrograms,
                  " kernel programs built (the layouts, dtypes or values of the inputs keep changing); inputs "
                  "that need another one run the original code");
+    }
     warned_ = true;
     s->captured.reset();
   }

@@ -69,7 +69,7 @@ Value convolution(const std::vector<Value>& args) {
   const bool transposed = args[6].to_int() != 0;
   const int64_t groups = args[8].to_int();
   std::vector<int64_t> sizes{input.size(0), transposed ? weight.size(1) * groups : weight.size(0)};
-  for (size_t d = 0; d < 2; ++d) {
+  for (int64_t d = 0; d < 2; ++d) {
     const int64_t in = input.size(d + 2), k = dilation[d] * (weight.size(d + 2) - 1) + 1;
     sizes.push_back(transposed ? (in - 1) * stride[d] - 2 * padding[d] + k + output_padding[d]
                                : (in + 2 * padding[d] - k) / stride[d] + 1);
@@ -93,10 +93,10 @@ class MetaShapeProp : public passes::ShapeProp {
  public:
   using passes::ShapeProp::ShapeProp;
   Value placeholder(Target target, const std::vector<Value>& args, const ValueKwargs& kwargs) override {
-    return on_meta(passes::ShapeProp::placeholder(std::move(target), args, kwargs));
+    return on_meta(passes::ShapeProp::placeholder(target, args, kwargs));
   }
   Value get_attr(Target target, const std::vector<Value>& args, const ValueKwargs& kwargs) override {
-    return on_meta(passes::ShapeProp::get_attr(std::move(target), args, kwargs));
+    return on_meta(passes::ShapeProp::get_attr(target, args, kwargs));
   }
   Value call_function(Target target, const std::vector<Value>& args, const ValueKwargs& kwargs) override {
     if (target == kMetaConvolution) return convolution(args);

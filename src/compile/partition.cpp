@@ -112,13 +112,15 @@ std::vector<char> min_cut_saved(const Graph& graph, const std::vector<Side>& sid
   if (flow.run(source, sink) >= MaxFlow::kInfinite) {
     // No finite cut (a value the backward reads that cannot be saved):
     // save what it reads, as the default partition does.
-    for (Node* n : graph.nodes()) saved[n->index()] = read_back[n->index()] && n->op() != Op::get_attr;
+    for (Node* n : graph.nodes())
+      saved[n->index()] = static_cast<char>(read_back[n->index()] && n->op() != Op::get_attr);
     return saved;
   }
   const std::vector<char> reaches = flow.reaching(sink);
   for (Node* n : graph.nodes())
-    saved[n->index()] = n->op() != Op::get_attr && n->op() != Op::output && side[n->index()] == forward &&
-                        !reaches[in(n)] && reaches[in(n) + 1];
+    saved[n->index()] =
+        static_cast<char>(n->op() != Op::get_attr && n->op() != Op::output && side[n->index()] == forward &&
+                          !reaches[in(n)] && reaches[in(n) + 1]);
   return saved;
 }
 

@@ -484,15 +484,14 @@ class Reader {
       const std::string w = where + ".inputs['" + sa.name() + "']";
       Argument a = argument(field(*it->second.first, "arg", w), w + ".arg");
       const int64_t kind = it->second.second;
-      if (kind == 1) {
+      // Kind 1 is positional and 2 keyword; with no kind, a required
+      // argument is positional. A Python keyword cannot be passed by name.
+      const bool positional =
+          kind == 1 || (kind != 2 && !sa.default_value() && !sa.kwarg_only()) || is_python_keyword(sa.name());
+      if (positional)
         args.push_back(std::move(a));
-      } else if (kind == 2 && !is_python_keyword(sa.name())) {
+      else
         kwargs.emplace_back(sa.name(), std::move(a));
-      } else if ((!sa.default_value() && !sa.kwarg_only()) || is_python_keyword(sa.name())) {
-        args.push_back(std::move(a));
-      } else {
-        kwargs.emplace_back(sa.name(), std::move(a));
-      }
     }
   }
 

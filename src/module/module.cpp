@@ -75,7 +75,11 @@ std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) con
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!bound[i] && !params_[i].default_value)
       throw Error(where() + " missing required argument '" + params_[i].name + "'");
-    out.push_back(bound[i] ? std::move(*bound[i]) : *params_[i].default_value);
+    // Apart: a conditional of an rvalue and a const lvalue copies both.
+    if (bound[i])
+      out.push_back(std::move(*bound[i]));
+    else
+      out.push_back(*params_[i].default_value);
   }
   return out;
 }

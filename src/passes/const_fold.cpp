@@ -67,9 +67,9 @@ void replace_uses(Node* old, const Argument& replacement) {
 std::string unique_attr_name(std::string name, const std::unordered_set<std::string>& taken) {
   while (taken.count(name)) {
     size_t us = name.rfind('_');
-    bool numbered =
-        us != std::string::npos && us + 1 < name.size() &&
-        std::all_of(name.begin() + us + 1, name.end(), [](unsigned char c) { return std::isdigit(c); });
+    bool numbered = us != std::string::npos && us + 1 < name.size() &&
+                    std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us + 1), name.end(),
+                                [](unsigned char c) { return std::isdigit(c); });
     name =
         numbered ? name.substr(0, us + 1) + std::to_string(std::stoll(name.substr(us + 1)) + 1) : name + "_1";
   }

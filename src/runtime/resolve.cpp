@@ -191,8 +191,8 @@ std::shared_ptr<const Callable> resolve_function_locked(Registry& r, const std::
 }  // namespace
 
 void Adapters::function(const std::string& name, Fn fn, std::string description) {
-  functions[name] =
-      std::make_shared<FnCallable>(description.empty() ? name : std::move(description), std::move(fn));
+  if (description.empty()) description = name;
+  functions[name] = std::make_shared<FnCallable>(std::move(description), std::move(fn));
 }
 void Adapters::function(const std::string& name, Fn fn, Specializer specializer) {
   functions[name] = std::make_shared<FnCallable>(name, std::move(fn), std::move(specializer));

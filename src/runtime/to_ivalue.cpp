@@ -50,7 +50,8 @@ c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Nod
         if constexpr (std::is_same_v<T, NoneType>) {
           return c10::IValue();
         } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
-                             std::is_same_v<T, double> || std::is_same_v<T, std::string>) {
+                             std::is_same_v<T, double> || std::is_same_v<T, std::string> ||
+                             std::is_same_v<T, c10::Device>) {
           return c10::IValue(v);
         } else if constexpr (std::is_same_v<T, Node*>) {
           if (!node_value)
@@ -79,8 +80,6 @@ c10::IValue convert(const Argument& a, const std::function<c10::IValue(const Nod
           return dtype_ivalue(v);
         } else if constexpr (std::is_same_v<T, c10::Layout> || std::is_same_v<T, c10::MemoryFormat>) {
           return c10::IValue(static_cast<int64_t>(v));
-        } else if constexpr (std::is_same_v<T, c10::Device>) {
-          return c10::IValue(v);
         } else {
           static_assert(std::is_same_v<T, Opaque>);
           if (v.value && std::get_deleter<OpaqueIValueDeleter>(v.value))

@@ -58,7 +58,7 @@ c10::IValue norm(const std::string& fn, const std::vector<c10::IValue>& a) {
     return at::linalg_vector_norm_out(o, input, ord, d, keepdim, dtype);
   };
   if (p.isString()) {
-    const std::string ord = p.toStringRef();
+    const std::string& ord = p.toStringRef();
     if (ord == "fro" && (!dims || dim.isInt() || dims->size() <= 2)) return vector_norm(2);
     std::vector<int64_t> d = dims ? *dims : std::vector<int64_t>{};
     if (!dims)

@@ -200,7 +200,7 @@ class Unpickler {
           break;     // LIST
         case 'a': {  // APPEND
           Obj* v = pop();
-          expect(top(), Obj::kList, "APPEND")->items.push_back(std::move(v));
+          expect(top(), Obj::kList, "APPEND")->items.push_back(v);
           break;
         }
         case 'e': {  // APPENDS
@@ -352,7 +352,7 @@ class Unpickler {
     return o;
   }
 
-  void push(Obj* o) { stack_.push_back(std::move(o)); }
+  void push(Obj* o) { stack_.push_back(o); }
   Obj* top() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("stack underflow");
     return stack_.back();

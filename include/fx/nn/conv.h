@@ -36,6 +36,8 @@ class ConvNd : public StandardModule {
   bool transposed_;
 };
 
+// A class name cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FX_NN_CONV(Name)                                                              \
   class Name : public ConvNd {                                                        \
    public:                                                                            \
@@ -70,5 +72,6 @@ FX_NN_CONV(Conv3d)
 FX_NN_CONV_TRANSPOSE(ConvTranspose1d)
 FX_NN_CONV_TRANSPOSE(ConvTranspose2d)
 #undef FX_NN_CONV_TRANSPOSE
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace fx::nn

@@ -41,6 +41,8 @@ class BatchNormNd : public NormBase {
   std::vector<int64_t> input_dims_;  // the accepted input ranks
 };
 
+// A class name cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FX_NN_BATCHNORM(Name)                                                                     \
   class Name : public BatchNormNd {                                                               \
    public:                                                                                        \
@@ -52,6 +54,7 @@ FX_NN_BATCHNORM(BatchNorm1d)
 FX_NN_BATCHNORM(BatchNorm2d)
 FX_NN_BATCHNORM(BatchNorm3d)
 #undef FX_NN_BATCHNORM
+// NOLINTEND(bugprone-macro-parentheses)
 
 // torch.nn.InstanceNorm2d(num_features, eps=1e-05, momentum=0.1, affine=False,
 // track_running_stats=False) on (N, C, H, W) or (C, H, W).
