@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every fxcpp test: first the unit, runtime, tracing
-# and fx::nn tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a
+# Installs, builds and runs every fxcpp test: a clang-format check, then the
+# unit, runtime, tracing and fx::nn tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer, with clang-tidy on the library from the same
+# clang-16 build's compile commands, then a
 # half minute of coverage-guided fuzzing of each file loader (libFuzzer, from
 # the same sanitizer build), then the
 # full suite (with the torch.fx 2.14 conformance tests) on a release build;
@@ -28,6 +30,9 @@ cmake -S . -B build-sanitize "${fxcpp_sanitizer_args[@]}" "${fxcpp_cmake_args[@]
 # LeakSanitizer failure at exit would fail the build instead of a test.
 ASAN_OPTIONS=detect_leaks=0 cmake --build build-sanitize -j"$jobs" --target fx_sanitizer_tests \
   fx_load_fuzzer fx_load_fuzz_seeds fx_pt2_fuzzer fx_pt2_fuzz_seeds
+step "clang-tidy: .clang-tidy's checks on the library, from the sanitizer build's compile commands"
+bash scripts/tidy.sh build-sanitize
+
 step "sanitizer tests"
 # Release only: the exported C++ projects (label export) build LibTorch code, and
 # the corpus through every pass (label corpus) takes minutes under ASan.

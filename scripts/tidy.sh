@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# clang-tidy, with the checks .clang-tidy names, over the sources of the
+# fxcpp library (src/) and the headers they include (include/fx/, src/),
+# from a clang-16 build's compile_commands.json (default: build-sanitize,
+# which scripts/test.sh has just built). A unity build lists its batches
+# (8 files each) rather than the files: LibTorch's headers are parsed once
+# per batch, as in the build. Any finding fails the run.
+#   bash scripts/tidy.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-sanitize}
+if [ ! -f "$build/compile_commands.json" ]; then
+  echo "tidy: $build/compile_commands.json is missing; configure a clang-16 build there first" \
+    "(scripts/test.sh's sanitizer build: cmake -S . -B build-sanitize \"\${fxcpp_sanitizer_args[@]}\" ...)" >&2
+  exit 1
+fi
+tidy=clang-tidy-16
+command -v "$tidy" >/dev/null || { echo "tidy: $tidy is not installed (bash scripts/setup.sh installs it)" >&2; exit 1; }
+# The library's translation units: the entries built into CMakeFiles/fxcpp.dir.
+mapfile -t units < <(python3 - "$build/compile_commands.json" <<'EOF'
+import json, sys
+for entry in json.load(open(sys.argv[1])):
+    if "CMakeFiles/fxcpp.dir/" in entry.get("output", entry["command"]):
+        print(entry["file"])
+EOF
+)
+if [ ${#units[@]} -eq 0 ]; then
+  echo "tidy: $build/compile_commands.json has no source of the fxcpp library" >&2
+  exit 1
+fi
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+# One clang-tidy per unit, nproc at a time; each writes its own log so that
+# findings do not interleave.
+printf '%s\n' "${units[@]}" | nl -ba -w1 -s' ' |
+  xargs -P "$(nproc)" -L1 sh -c '"$0" -p "$1" --config-file=.clang-tidy --quiet --warnings-as-errors="*" "$4" >"$2/$3.log" 2>&1 || touch "$2/$3.failed"' \
+    "$tidy" "$build" "$log" 2>/dev/null || true
+failed=0
+for f in "$log"/*.failed; do
+  [ -e "$f" ] || continue
+  failed=$((failed + 1))
+  grep -v "warnings generated\|^Suppressed\|^Use -header-filter\|warnings treated as errors" "${f%.failed}.log" || true
+done
+echo "tidy: ${#units[@]} translation units, $failed with findings"
+[ "$failed" -eq 0 ]
