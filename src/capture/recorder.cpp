@@ -101,7 +101,17 @@ Node* Recorder::node_of(const at::Tensor& t) const {
   return nullptr;
 }
 
+void Recorder::sweep_tracked() {
+  const size_t size = tracked_.size() + by_storage_.size();
+  if (size < std::max<size_t>(32, 2 * tracked_after_sweep_)) return;
+  std::erase_if(tracked_, [](const auto& entry) { return entry.second.impl.expired(); });
+  // Each vector's Views pin one storage: all of them live or none.
+  std::erase_if(by_storage_, [](const auto& entry) { return entry.second.front().storage.expired(); });
+  tracked_after_sweep_ = tracked_.size() + by_storage_.size();
+}
+
 void Recorder::bind(const at::Tensor& t, Node* n) {
+  sweep_tracked();
   auto it = tracked_.find(t.unsafeGetTensorImpl());
   if (it == tracked_.end())
     tracked_.emplace(t.unsafeGetTensorImpl(), Tracked{WeakImpl(t.getIntrusivePtr()), n});

@@ -22,6 +22,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <algorithm>
+
 namespace fx::capture_detail {
 
 namespace {
@@ -125,30 +127,81 @@ std::unordered_map<const c10::TensorImpl*, Recorder::Alias>::iterator Recorder::
   for (auto v = same_storage->second.rbegin(); v != same_storage->second.rend(); ++v) {
     if (!v->geometry.matches(t)) continue;
     Alias copy = aliases_.at(v->impl);
+    // The key is an address: a storage that died may have left it to t's.
+    if (!copy.base.storage().is_alias_of(t.storage())) continue;
     copy.impl = WeakImpl(t.getIntrusivePtr());
-    return aliases_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(copy)).first;
+    const Geometry geometry = v->geometry;
+    it = aliases_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(copy)).first;
+    same_storage->second.push_back({t.unsafeGetTensorImpl(), geometry});  // swept with the views
+    ++view_entries_;
+    return it;
   }
   return it;
 }
 
+at::Tensor Recorder::base_tensor(const Alias& a) {
+  return a.base.defined() ? a.base : at::Tensor(a.impl.lock());
+}
+
+void Recorder::sweep_aliases() {
+  // Views often (the dead ones hold their bases), the whole table when it
+  // has doubled (a dead base's own entry pins its TensorImpl).
+  const bool views_due = view_entries_ >= std::max<size_t>(8, 2 * live_view_entries_);
+  const bool all_due = aliases_.size() >= std::max<size_t>(32, 2 * aliases_after_sweep_);
+  if (!views_due && !all_due) return;
+  if (all_due) {
+    for (auto it = aliases_.begin(); it != aliases_.end();) {
+      if (!it->second.impl.expired()) {
+        ++it;
+        continue;
+      }
+      if (!it->second.base.defined()) {
+        // A dead base has no views left (each holds it): its storage's
+        // history goes with it, before its address can be reused.
+        updates_.erase(it->first);
+        pending_.erase(it->first);
+        storage_values_.erase(it->first);
+      }
+      it = aliases_.erase(it);
+    }
+    aliases_after_sweep_ = aliases_.size();
+  }
+  size_t live = 0;
+  for (auto it = alias_tensors_.begin(); it != alias_tensors_.end();) {
+    std::erase_if(it->second, [&](const AliasView& v) {
+      auto entry = aliases_.find(v.impl);
+      if (entry == aliases_.end()) return true;  // swept just now
+      if (!entry->second.impl.expired()) return false;
+      aliases_.erase(entry);
+      return true;
+    });
+    live += it->second.size();
+    it = it->second.empty() ? alias_tensors_.erase(it) : std::next(it);
+  }
+  view_entries_ = live_view_entries_ = live;
+}
+
 void Recorder::note_views(const c10::OperatorHandle& op, const at::Tensor& self, torch::jit::Stack args,
                           const torch::jit::Stack& outputs, size_t first) {
+  sweep_aliases();
   auto parent = find_alias(self);
   if (parent == aliases_.end())
-    parent =
-        aliases_.emplace(self.unsafeGetTensorImpl(), Alias{WeakImpl(self.getIntrusivePtr()), self, {}, 0})
-            .first;
+    parent = aliases_.emplace(self.unsafeGetTensorImpl(), Alias{WeakImpl(self.getIntrusivePtr()), {}, {}, 0})
+                 .first;
   // A view has seen what its `self` has seen (it is made from self's value).
-  Alias made{parent->second.impl, parent->second.base, parent->second.steps, parent->second.generation};
+  Alias made{parent->second.impl, base_tensor(parent->second), parent->second.steps,
+             parent->second.generation};
   made.steps.push_back(ViewStep{&op, std::move(args), -1});
   auto add = [&](const at::Tensor& view, int64_t index) {
     Alias a = made;
     a.impl = WeakImpl(view.getIntrusivePtr());
     a.steps.back().output = index;
     aliases_.insert_or_assign(view.unsafeGetTensorImpl(), std::move(a));
-    if (view.has_storage())
+    if (view.has_storage()) {
       alias_tensors_[view.storage().unsafeGetStorageImpl()].push_back(
           {view.unsafeGetTensorImpl(), Geometry::of(view)});
+      ++view_entries_;
+    }
   };
   const c10::IValue& v = outputs[first];
   if (v.isTensor()) {
@@ -161,13 +214,13 @@ void Recorder::note_views(const c10::OperatorHandle& op, const at::Tensor& self,
 
 at::Tensor Recorder::base_of(const at::Tensor& t) {
   auto it = find_alias(t);
-  return it == aliases_.end() ? t : it->second.base;
+  return it == aliases_.end() ? t : base_tensor(it->second);
 }
 
 void Recorder::updated_in_place(const at::Tensor& t) {
   auto it = find_alias(t);
   if (it == aliases_.end()) return;  // no views: its node is all there is
-  const c10::TensorImpl* base = it->second.base.unsafeGetTensorImpl();
+  const c10::TensorImpl* base = base_tensor(it->second).unsafeGetTensorImpl();
   // `t` has not seen its own update (its generation stays behind), so the
   // sync that follows writes it into the base and replays `t` from there.
   ++updates_[base];
@@ -203,7 +256,7 @@ void Recorder::sync(const at::Tensor& t) {
   if (aliases_.empty() || !reads_sync_) return;
   auto alias = find_alias(t);
   if (alias == aliases_.end()) return;
-  const at::Tensor base = alias->second.base;
+  const at::Tensor base = base_tensor(alias->second);
   const uint64_t now = updates_[base.unsafeGetTensorImpl()];
   if (alias->second.generation == now) return;
   // The graph's bookkeeping calls below read without syncing.

@@ -279,6 +279,39 @@ TEST(Capture, FunctionalizeNamesAViewItCannotWriteThrough) {
   EXPECT_NE(msg.find("clone"), std::string::npos) << msg;
 }
 
+TEST(Capture, FunctionalizeLetsTheTensorsTheCodeDropsDie) {
+  // Each step makes a fresh tensor, updates it through a view and drops
+  // both: the capture must not keep them alive (a model's activations), and
+  // a later tensor at a freed address must not inherit an earlier update.
+  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  std::vector<Weak> first_steps;
+  size_t alive_at_end = 0;
+  auto f = [&](const Inputs& in) -> c10::IValue {
+    auto x = in[0].toTensor();
+    auto acc = x.sum();
+    for (int i = 0; i < 200; ++i) {
+      auto a = x * (i + 1);
+      auto v = a.view({-1});
+      v.narrow(0, 0, 2).add_(1);
+      acc = acc + a.sum();
+      if (i < 4) {
+        first_steps.emplace_back(a.getIntrusivePtr());
+        first_steps.emplace_back(v.getIntrusivePtr());
+      }
+    }
+    for (const Weak& w : first_steps) alive_at_end += w.expired() ? 0 : 1;
+    return acc;
+  };
+  auto x = torch::randn({3, 4});
+  auto gm = fx::capture(f, {x}, with([](fx::CaptureOptions& o) { o.functionalize = true; }));
+  EXPECT_EQ(first_steps.size(), 8U);
+  EXPECT_EQ(alive_at_end, 0U) << "tensors of the first steps still alive at the end of the capture";
+  EXPECT_EQ(in_place_calls(gm->code()), std::vector<std::string>{});
+  first_steps.clear();
+  auto y = torch::randn({3, 4});
+  EXPECT_TRUE(torch::allclose(gm->run({y}).toTensor(), f({y}).toTensor()));
+}
+
 TEST(Capture, BadInputsAndThrowingFunctions) {
   auto id = [](const Inputs& in) { return in[0]; };
   std::string msg;
