@@ -295,7 +295,7 @@ void run_recording(Recorder& recorder, const std::function<void()>& body) {
       std::lock_guard<std::recursive_mutex> lock(owner.mutex);
       owner.recorder = nullptr;
       active_owner = nullptr;
-      --captures_running;
+      if (--captures_running == 0) release_capture_buffers();
     }
   } deactivate{*owner};
   watch_allocations(/*first_capture=*/captures_running.load() == 0);

@@ -303,6 +303,16 @@ void watch_allocations(bool first_capture);
 enum class MadeDuringCapture { no, on_another_thread, unseen_on_this_thread };
 MadeDuringCapture made_during_capture(const at::Tensor& t);
 
+// Large CPU buffers made while a capture runs (buffer_pool.cpp): the
+// pool's memory, or an empty DataPtr for a small one (malloc serves it).
+c10::DataPtr allocate_capture_buffer(size_t n);
+// Frees `p` if it is such a buffer; false if it is not one.
+bool free_capture_buffer(void* p);
+// Whether `p` is such a buffer, in use.
+bool is_capture_buffer(const void* p);
+// Unmaps the pool's free memory (when the last capture ends).
+void release_capture_buffers();
+
 // `aten::add_.Tensor`, the name errors use.
 std::string operator_name(const c10::OperatorHandle& op);
 

@@ -10,6 +10,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -24,18 +25,32 @@ std::unordered_map<const void*, std::thread::id>& allocating_threads() {
   return *threads;
 }
 
+// The inner allocator's raw deleter: raw_deallocate's, for what it made.
+c10::DeleterFnPtr inner_raw_deleter = nullptr;
+
+void raw_delete(void* p) {
+  if (!free_capture_buffer(p)) inner_raw_deleter(p);
+}
+
+// While a capture runs, large buffers come from buffer_pool.cpp.
 class WatchingAllocator final : public c10::Allocator {
  public:
-  explicit WatchingAllocator(c10::Allocator* inner) : inner_(inner) {}
+  explicit WatchingAllocator(c10::Allocator* inner) : inner_(inner) {
+    inner_raw_deleter = inner->raw_deleter();
+  }
   c10::DataPtr allocate(size_t n) override {
-    c10::DataPtr p = inner_->allocate(n);
-    if (p.get() && captures_are_running()) {
+    const bool capturing = captures_are_running();
+    c10::DataPtr p = capturing ? allocate_capture_buffer(n) : c10::DataPtr();
+    if (!p) p = inner_->allocate(n);
+    if (p.get() && capturing) {
       std::lock_guard<std::mutex> lock(allocations_mutex);
       allocating_threads()[p.get()] = capturing_thread();
     }
     return p;
   }
-  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+  // A pool buffer's DataPtr has its own deleter; raw_deallocate has only
+  // this one for both kinds.
+  c10::DeleterFnPtr raw_deleter() const override { return inner_raw_deleter ? &raw_delete : nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     inner_->copy_data(dest, src, count);
   }
@@ -50,7 +65,9 @@ void watch_allocations(bool first_capture) {
   static std::once_flag once;
   std::call_once(once, [] {
     static WatchingAllocator allocator(c10::GetCPUAllocator());
-    c10::SetCPUAllocator(&allocator);
+    // The highest priority: SetCPUAllocator silently ignores a lower one
+    // than the allocator in place (a profiler's, a benchmark's counter).
+    c10::SetCPUAllocator(&allocator, std::numeric_limits<uint8_t>::max());
   });
   std::lock_guard<std::mutex> lock(allocations_mutex);
   if (first_capture) allocating_threads().clear();

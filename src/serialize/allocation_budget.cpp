@@ -4,6 +4,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <limits>
 #include <mutex>
 
 namespace fx::detail {
@@ -46,7 +47,9 @@ void install_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     static BudgetedAllocator allocator(c10::GetCPUAllocator());
-    c10::SetCPUAllocator(&allocator);
+    // The highest priority: SetCPUAllocator silently ignores a lower one
+    // than the allocator in place (a profiler's, a benchmark's counter).
+    c10::SetCPUAllocator(&allocator, std::numeric_limits<uint8_t>::max());
   });
 }
 
