@@ -3,7 +3,9 @@
 # threads printing, linting, generating code for and running one const graph
 # (tests/unit/concurrent_readers_test.cpp), and the capture tests, whose
 # backward runs partly on the autograd engine's own threads
-# (tests/capture/capture_test.cpp), four threads sharing one
+# (tests/capture/capture_test.cpp), a thread making large buffers while
+# another captures, both in the capture's buffer pool
+# (tests/capture/capture_buffers_test.cpp), four threads sharing one
 # fx::compile module that compiles its specializations on first use
 # (tests/compile/compile_test.cpp), and four threads running one compiled
 # training step (tests/compile/training_step_test.cpp), four differentiating
@@ -28,10 +30,11 @@ jobs=$(nproc)
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_UNITY_BUILD=ON -DFXCPP_TSAN=ON -DFXCPP_BUILD_BENCH=OFF -DFXCPP_BUILD_EXAMPLES=OFF \
   -DFXCPP_BUILD_TOOLS=OFF "${fxcpp_cmake_args[@]}" >/dev/null
-cmake --build build-tsan -j"$jobs" --target fx_concurrency_tests fx_capture_tests fx_compile_tests
+cmake --build build-tsan -j"$jobs" --target fx_concurrency_tests fx_capture_tests fx_capture_buffers_tests fx_compile_tests
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/capture/tsan.supp"
 export OMP_NUM_THREADS=1
 build-tsan/tests/unit/fx_concurrency_tests
 build-tsan/tests/capture/fx_capture_tests
+build-tsan/tests/capture/fx_capture_buffers_tests
 build-tsan/tests/compile/fx_compile_tests \
   --gtest_filter=Compile.ThreadsShareOneCompiledModule:CompileTrainingStep.ThreadsAddTheirGradientsOneAtATime:CompileAutograd.ThreadsDifferentiateOneCompiledModule:WeightCache.ThreadsShareOneCache:PackWeights.ThreadsShareOnePackedModule

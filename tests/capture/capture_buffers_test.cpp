@@ -119,6 +119,24 @@ TEST(CaptureBuffers, RawAllocationsOfEverySizeAreFreedDuringACapture) {
   EXPECT_TRUE(torch::equal(gm->run({torch::ones({2})}).toTensor(), torch::full({2}, 2.0)));
 }
 
+TEST(CaptureBuffers, ThreadsShareThePool) {
+  // A thread that is not capturing makes and frees large buffers while the
+  // capturing one does (scripts/tsan.sh runs this under ThreadSanitizer).
+  auto f = [&](const Inputs& in) -> c10::IValue {
+    std::thread other([] {
+      for (int64_t i = 0; i < 40; ++i) torch::empty({kLarge + i * 4096}).zero_();
+    });
+    at::Tensor y = in[0].toTensor();
+    for (int64_t i = 0; i < 40; ++i) y = y + torch::full({kLarge - i * 4096}, 1.0).sum();
+    other.join();
+    return y;
+  };
+  auto gm = fx::capture(f, {torch::zeros({2})});
+  auto want = 0.0;
+  for (int64_t i = 0; i < 40; ++i) want += static_cast<double>(kLarge - i * 4096);
+  EXPECT_TRUE(torch::allclose(gm->run({torch::zeros({2})}).toTensor(), torch::full({2}, want)));
+}
+
 TEST(CaptureBuffers, TensorsFromOtherThreadsAreRefusedOverTheUsersAllocator) {
   // The capture's allocator must take its place over one of a higher
   // priority than the default's: without it, this tensor would silently
