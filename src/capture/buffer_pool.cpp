@@ -102,7 +102,7 @@ class BufferPool {
 
   bool holds(const void* p) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return live_.contains(const_cast<void*>(p));
+    return live_.contains(p);
   }
 
   void release_free() {
@@ -133,7 +133,7 @@ class BufferPool {
   }
 
   std::mutex mutex_;
-  std::unordered_map<void*, size_t> live_;  // block -> its size
+  std::unordered_map<const void*, size_t> live_;  // block -> its size
   std::map<char*, size_t> free_by_address_;
   std::set<std::pair<size_t, char*>> free_by_size_;
   size_t free_bytes_ = 0;

@@ -217,8 +217,9 @@ class Recorder {
   // dead tensor's entry is erased once the tables have doubled since the
   // last sweep, which keeps the cost linear: pinned objects left among the
   // activations' buffers fragment malloc's heap, and a capture then takes
-  // more memory than an eager run (ViT-B/16 at batch 8 on glibc: 0.36 GB
-  // more with these sweeps, 0.6 GB more without).
+  // more memory than an eager run (ViT-B/16 at batch 8 on glibc, with the
+  // heap serving its activations: 0.7 GB more without these sweeps, 0.4 GB
+  // with them; buffer_pool.cpp now takes the large ones off the heap).
   void sweep_tracked();
   size_t tracked_after_sweep_ = 0;
   std::unordered_map<const c10::TensorImpl*, RootTensor> root_tensors_;
