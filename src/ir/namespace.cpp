@@ -166,7 +166,19 @@ bool Namespace::is_plain(std::string_view normal) {
 std::string Namespace::create_plain_name(std::string_view normal) {
   // FX: count = base_count[normal]; an unused name is kept and leaves the count as it was.
   if (claim_legal(normal)) return std::string(normal);
-  return count_up(std::string(normal), normal, nullptr);
+  // count_up for a base known legal: the base's count is looked up once and
+  // each candidate once (claiming it is the test that it is free). A graph
+  // names most of its nodes here, so this is one probe per node, not five.
+  uint64_t& count = *base_count_.try_emplace(normal).first;  // 0: FX's defaultdict
+  std::string candidate(normal);                             // taken
+  if (count == kBigCount) return count_up_big(std::move(candidate), normal, nullptr);
+  uint64_t k = count;
+  do {
+    if (k == kBigCount - 1) return count_up_big(std::move(candidate), normal, nullptr);
+    set_suffixed(candidate, normal, ++k);
+  } while (!claim_legal(candidate));
+  count = k;
+  return candidate;
 }
 
 // FX's loop: from the base's remembered count, the first free `base_k`.

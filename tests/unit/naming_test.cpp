@@ -30,6 +30,21 @@ TEST(Naming, ExplicitSuffixesAreRespectedAndSkipped) {
   EXPECT_EQ(node_names(g), (std::vector<std::string>{"add_1", "add", "add_2", "x_007", "x_7"}));
 }
 
+// Nodes named after their target count up from the base's count, however
+// it was set: by an explicit suffix, also one beyond 64 bits (Python's ints
+// have no limit). The names are torch.fx 2.14's for the same calls.
+TEST(Naming, TargetNamesCountUpFromAnExplicitSuffixOfAnySize) {
+  fx::Graph g;
+  g.placeholder("a");
+  g.create_node(fx::Op::placeholder, "b", {}, {}, "add_18446744073709551614");
+  for (int i = 0; i < 3; ++i) g.call_function("operator.add", {1, 2});
+  g.create_node(fx::Op::placeholder, "c", {}, {}, "mul_5");
+  for (int i = 0; i < 2; ++i) g.call_function("operator.mul", {1, 2});
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"a", "add_18446744073709551614", "add",
+                                                     "add_18446744073709551615", "add_18446744073709551616",
+                                                     "mul_5", "mul", "mul_6"}));
+}
+
 TEST(Naming, SanitizesLikeFx) {
   fx::Graph g;
   g.placeholder("my-input");
