@@ -16,6 +16,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "export_graph.h"
 #include "schema_enums.h"
 
 namespace fx {

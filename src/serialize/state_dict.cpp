@@ -172,8 +172,14 @@ c10::IValue savable(const c10::IValue& v, const std::string& where) {
 // through torch.jit._pickle.build_tensorlist, another global weights_only refuses.
 void write_list(const std::vector<c10::IValue>& values, const std::string& path, const char* who) {
   c10::impl::GenericList list(c10::AnyType::get());
-  for (size_t i = 0; i < values.size(); ++i)
-    list.push_back(savable(values[i], "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < values.size(); ++i) {
+    // Not "[" + to_string(i) + "]": g++ 12 -O3 misreads that as an overlapping memcpy (-Wrestrict, GCC bug
+    // 105329).
+    std::string where = std::to_string(i);
+    where.insert(where.begin(), '[');
+    where += ']';
+    list.push_back(savable(values[i], where));
+  }
   write_pickle(list, path, who);
 }
 
