@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "block_memory.h"
 #include "namespace.h"
 #include "python_names.h"
 #include "repr.h"
@@ -78,11 +79,15 @@ Graph::NodeList::iterator Graph::NodeList::begin() const {
 }
 Graph::NodeList::iterator Graph::NodeList::end() const { return iterator(g_->root_, g_->root_, reverse_); }
 
+// The arrays come from the blocks of destroyed graphs where they can
+// (block_memory.h): a fresh array's pages fault in one by one.
 Graph::Block::Block(size_t capacity)
-    : nodes_(static_cast<Node*>(::operator new(capacity * sizeof(Node), std::align_val_t(alignof(Node))))),
-      bodies_(static_cast<Node::Body*>(
-          ::operator new(capacity * sizeof(Node::Body), std::align_val_t(alignof(Node::Body))))),
-      capacity_(capacity) {}
+    : nodes_(static_cast<Node*>(detail::acquire_block_memory(capacity * sizeof(Node)))),
+      bodies_(static_cast<Node::Body*>(detail::acquire_block_memory(capacity * sizeof(Node::Body)))),
+      capacity_(capacity) {
+  static_assert(alignof(Node) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ &&
+                alignof(Node::Body) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+}
 
 Graph::Block::Block(Block&& o) noexcept
     : nodes_(o.nodes_), bodies_(o.bodies_), capacity_(o.capacity_), used_(o.used_) {
@@ -94,8 +99,8 @@ Graph::Block::Block(Block&& o) noexcept
 Graph::Block::~Block() {
   static_assert(std::is_trivially_destructible_v<Node>);
   for (size_t i = 0; i < used_; ++i) bodies_[i].~Body();
-  if (nodes_) ::operator delete(nodes_, std::align_val_t(alignof(Node)));
-  if (bodies_) ::operator delete(bodies_, std::align_val_t(alignof(Node::Body)));
+  detail::release_block_memory(nodes_, capacity_ * sizeof(Node));
+  detail::release_block_memory(bodies_, capacity_ * sizeof(Node::Body));
 }
 
 Node* Graph::Block::make_node() {
