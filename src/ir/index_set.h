@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "flat_map.h"
 #include "probe_table.h"
 
 namespace fx::detail {
@@ -63,7 +64,7 @@ class IndexSet : public ProbeTable<IndexSetSlot> {
 
  private:
   static uint32_t tag(std::string_view key) {
-    const uint64_t h = std::hash<std::string_view>{}(key);
+    const uint64_t h = hash_name(key);
     return static_cast<uint32_t>(h ^ (h >> 32)) | 1;
   }
 };

@@ -164,28 +164,33 @@ bool Namespace::is_plain(std::string_view normal) {
 }
 
 std::string Namespace::create_plain_name(std::string_view normal) {
-  // FX: count = base_count[normal]; an unused name is kept and leaves the count as it was.
-  if (claim_legal(normal)) return std::string(normal);
   // count_up for a base known legal: the base's count is looked up once and
-  // each candidate once (claiming it is the test that it is free). A graph
-  // names most of its nodes here, so this is one probe per node, not five.
-  uint64_t& count = *base_count_.try_emplace(normal).first;  // 0: FX's defaultdict
-  std::string candidate(normal);                             // taken
-  if (count == kBigCount) return count_up_big(std::move(candidate), normal, nullptr);
-  uint64_t k = count;
+  // each candidate once (claiming it is the test that it is free), and the
+  // base itself only until it is taken. A graph names most of its nodes
+  // here, so this is two probes a node.
+  BaseCount& base = *base_count_.try_emplace(normal).first;  // {0, false}: FX's defaultdict
+  if (!base.taken) {
+    // FX: an unused name is kept and leaves the count as it was.
+    const bool claimed = claim_legal(normal);
+    base.taken = true;  // by this call, or before it
+    if (claimed) return std::string(normal);
+  }
+  std::string candidate(normal);  // taken
+  if (base.count == kBigCount) return count_up_big(std::move(candidate), normal, nullptr);
+  uint64_t k = base.count;
   do {
     if (k == kBigCount - 1) return count_up_big(std::move(candidate), normal, nullptr);
     set_suffixed(candidate, normal, ++k);
   } while (!claim_legal(candidate));
-  count = k;
+  base.count = k;
   return candidate;
 }
 
 // FX's loop: from the base's remembered count, the first free `base_k`.
 std::string Namespace::count_up(std::string candidate, std::string_view base, const void* obj) {
-  uint64_t* count = base_count_.find(base);
-  if (count != nullptr && *count == kBigCount) return count_up_big(std::move(candidate), base, obj);
-  uint64_t k = count ? *count : 0;
+  const BaseCount* count = base_count_.find(base);
+  if (count != nullptr && count->count == kBigCount) return count_up_big(std::move(candidate), base, obj);
+  uint64_t k = count ? count->count : 0;
   if (is_illegal(candidate, obj)) set_suffixed(candidate, base, ++k);  // illegal names end in no `_N`
   while (used(candidate)) {
     if (k == kBigCount - 1) return count_up_big(std::move(candidate), base, obj);
@@ -198,8 +203,8 @@ std::string Namespace::count_up(std::string candidate, std::string_view base, co
 
 std::string Namespace::count_up_big(std::string candidate, std::string_view base, const void* obj) {
   std::string digits;
-  if (const uint64_t* count = base_count_.find(base); count != nullptr && *count != kBigCount)
-    digits = std::to_string(*count);
+  if (const BaseCount* count = base_count_.find(base); count != nullptr && count->count != kBigCount)
+    digits = std::to_string(count->count);
   else if (auto it = big_counts_.find(std::string(base)); it != big_counts_.end())
     digits = it->second;
   else
@@ -218,8 +223,7 @@ std::string Namespace::count_up_big(std::string candidate, std::string_view base
 }
 
 void Namespace::set_count(std::string_view base, uint64_t k) {
-  uint64_t& count = *base_count_.try_emplace(base).first;
-  count = k;
+  base_count_.try_emplace(base).first->count = k;
 }
 
 void Namespace::set_big_count(std::string_view base, std::string_view digits) {
@@ -229,7 +233,7 @@ void Namespace::set_big_count(std::string_view base, std::string_view digits) {
     set_count(base, k);
     return;
   }
-  *base_count_.try_emplace(base).first = kBigCount;
+  base_count_.try_emplace(base).first->count = kBigCount;
   big_counts_[std::string(base)] = std::string(digits);
 }
 

@@ -116,9 +116,15 @@ class Namespace {
   std::vector<Entry> entries_;
   IndexSet used_;  // the taken names
   // FX's _base_count: base -> the suffix it was last given. kBigCount: the
-  // count is beyond 64 bits, in big_counts_ as decimal digits.
+  // count is beyond 64 bits, in big_counts_ as decimal digits. `taken` once
+  // the base itself is known to be taken (names are never given back), so
+  // that naming the next `add` of a graph does not ask for `add` again.
   static constexpr uint64_t kBigCount = UINT64_MAX;
-  FlatMap<std::string, uint64_t, StringViewHash> base_count_;
+  struct BaseCount {
+    uint64_t count = 0;
+    bool taken = false;
+  };
+  FlatMap<std::string, BaseCount, StringViewHash> base_count_;
   std::unordered_map<std::string, std::string> big_counts_;
   PointerIndexMap names_of_;  // obj -> its name's index
   std::function<bool(std::string_view)> taken_elsewhere_;
