@@ -412,7 +412,11 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
   char* data = body.data();
   size_t write = body.size();
   while (read > 0) {
-    const size_t newline = std::string_view(data, read).rfind('\n');
+    // memrchr, not string_view::rfind: rfind scans byte by byte, and this
+    // scan was a seventh of python_code.
+    const void* found = memrchr(data, '\n', read);
+    const size_t newline =
+        found ? static_cast<size_t>(static_cast<const char*>(found) - data) : std::string_view::npos;
     const size_t start = newline == std::string_view::npos ? 0 : newline + 1;
     write -= read - start;
     std::memmove(data + write, data + start, read - start);
