@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 
 #include "python_names.h"
 
@@ -175,15 +176,23 @@ std::string Namespace::create_plain_name(std::string_view normal) {
     base.taken = true;  // by this call, or before it
     if (claimed) return std::string(normal);
   }
-  std::string candidate(normal);  // taken
-  if (base.count == kBigCount) return count_up_big(std::move(candidate), normal, nullptr);
+  // Candidates are spelled in a buffer on the stack (a std::string built and
+  // rebuilt per node was a fifth of naming it); a long base takes count_up.
+  char buf[64];
+  if (normal.size() > sizeof buf - 24) return count_up(std::string(normal), normal, nullptr);
+  if (base.count == kBigCount) return count_up_big(std::string(normal), normal, nullptr);
+  std::memcpy(buf, normal.data(), normal.size());
+  buf[normal.size()] = '_';
+  char* const digits = buf + normal.size() + 1;
+  std::string_view candidate;
   uint64_t k = base.count;
   do {
-    if (k == kBigCount - 1) return count_up_big(std::move(candidate), normal, nullptr);
-    set_suffixed(candidate, normal, ++k);
+    if (k == kBigCount - 1) return count_up_big(std::string(normal), normal, nullptr);
+    const char* end = std::to_chars(digits, buf + sizeof buf, ++k).ptr;
+    candidate = std::string_view(buf, static_cast<size_t>(end - buf));
   } while (!claim_legal(candidate));
   base.count = k;
-  return candidate;
+  return std::string(candidate);
 }
 
 // FX's loop: from the base's remembered count, the first free `base_k`.

@@ -45,6 +45,16 @@ TEST(Naming, TargetNamesCountUpFromAnExplicitSuffixOfAnySize) {
                                                      "mul_5", "mul", "mul_6"}));
 }
 
+// A long target path (59 characters) counts up as a short one does.
+TEST(Naming, LongTargetNamesCountUp) {
+  fx::Graph g;
+  fx::Node* prev = g.placeholder("x");
+  const std::string path = "encoder.layers.0.self_attention.out_projection_linear_layer";
+  for (int i = 0; i < 3; ++i) prev = g.call_module(path, {prev});
+  const std::string base = "encoder_layers_0_self_attention_out_projection_linear_layer";
+  EXPECT_EQ(node_names(g), (std::vector<std::string>{"x", base, base + "_1", base + "_2"}));
+}
+
 TEST(Naming, SanitizesLikeFx) {
   fx::Graph g;
   g.placeholder("my-input");
