@@ -219,7 +219,7 @@ Node* Graph::create_node(Op op, Target target, Args args, Kwargs kwargs, std::op
   n->op_ = op;
   n->b_->target = target;
   link_between(n, prev, next);
-  n->b_->name = "<new node>";  // how errors name it until it has a name (short: no allocation)
+  // Until it is named, errors call the node <new node> (detail::quoted).
   try {
     detail::visit_nodes(args, kwargs, [&](Node* in) { n->check_input(in); });
     const detail::TargetEntry* e = target.entry();

@@ -355,7 +355,8 @@ void append_format_kwargs(std::string& out, const Kwargs& kwargs) {
   out += '}';
 }
 
-std::string quoted(const Node* n) { return "'" + n->name() + "'"; }
+// A node being created has no name yet (every name a graph gives is non-empty).
+std::string quoted(const Node* n) { return n->name().empty() ? "<new node>" : "'" + n->name() + "'"; }
 
 std::string repr_int_tuple(const std::vector<int64_t>& v) {
   std::string out = "(";
