@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the concurrency tests under ThreadSanitizer and runs them: eight
 # threads printing, linting, generating code for and running one const graph
-# (tests/unit/concurrent_readers_test.cpp), and the capture tests, whose
+# and eight threads making and destroying graphs whose node blocks share one
+# store of kept memory (tests/unit/concurrent_readers_test.cpp), and the capture tests, whose
 # backward runs partly on the autograd engine's own threads
 # (tests/capture/capture_test.cpp), a thread making large buffers while
 # another captures, both in the capture's buffer pool
