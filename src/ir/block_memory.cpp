@@ -90,7 +90,7 @@ void* acquire_block_memory(size_t bytes) {
 
 void release_block_memory(void* p, size_t bytes) noexcept {
   if (p == nullptr || kept().keep(p, bytes)) return;
-  ::operator delete(p, bytes);
+  ::operator delete(p);
 }
 
 size_t kept_block_memory() { return kept().kept_bytes(); }
