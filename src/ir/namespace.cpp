@@ -201,11 +201,10 @@ std::string Namespace::count_up(std::string candidate, std::string_view base, co
   if (count != nullptr && count->count == kBigCount) return count_up_big(std::move(candidate), base, obj);
   uint64_t k = count ? count->count : 0;
   if (is_illegal(candidate, obj)) set_suffixed(candidate, base, ++k);  // illegal names end in no `_N`
-  while (used(candidate)) {
+  while (!claim_legal(candidate)) {  // claiming is the test that it is free, as in create_plain_name
     if (k == kBigCount - 1) return count_up_big(std::move(candidate), base, obj);
     set_suffixed(candidate, base, ++k);
   }
-  take(candidate);
   set_count(base, k);
   return candidate;
 }
