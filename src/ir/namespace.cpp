@@ -224,8 +224,7 @@ std::string Namespace::count_up_big(std::string candidate, std::string_view base
     candidate += digits;
   };
   if (is_illegal(candidate, obj)) next();
-  while (used(candidate)) next();
-  take(candidate);
+  while (!claim_legal(candidate)) next();
   set_big_count(base, digits);
   return candidate;
 }
