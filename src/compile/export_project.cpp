@@ -129,7 +129,12 @@ std::string kernels_h(const std::vector<KernelSite>& sites) {
       "c10::str(c10::IntArrayRef(sizes)));\n"
       "  if (!fits(t)) t = at::empty_strided(sizes, strides, t.options()).copy_(t);\n"
       "}\n";
-  for (const KernelSite& k : sites) out += "\n" + kernel_function(k);
+  for (const KernelSite& k : sites) {
+    // Not out += "\n" + kernel_function(k): g++ 12 -O3 misreads that as an overlapping memcpy
+    // (-Wrestrict, GCC bug 105329).
+    out += '\n';
+    out += kernel_function(k);
+  }
   return out + "\n}  // namespace fx_kernels\n";
 }
 
