@@ -16,6 +16,7 @@
 #include <fx/nn/embedding.h>
 #include <fx/nn/init.h>
 #include <fx/nn/linear.h>
+#include <fx/nn/module_traits.h>
 #include <fx/nn/normalization.h>
 #include <fx/nn/pooling.h>
 #include <fx/nn/rnn.h>

@@ -5,7 +5,8 @@ constructor argument by keyword.
                                        'kernel_size': (3, 3), 'stride': (1, 1), ...})
     construct('torch.nn.Conv2d', {...})  ->  Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1))
 
-The C++ half is fx::module_spec / fx::make_module (include/fx/module_spec.h);
+The C++ half is fx::module_spec / fx::make_module (include/fx/module_spec.h),
+reading each class's traits (include/fx/nn/module_traits.h);
 both know the same classes (TYPES) and read the same arguments, in
 __init__'s order. Most arguments are attributes of the same name; the few
 that are not are read in _EXCEPTIONS.
@@ -19,7 +20,8 @@ import torch.nn.functional as F
 # Containers: their children are described apart, so they have no arguments.
 CONTAINERS = ('torch.nn.Module', 'torch.nn.Sequential', 'torch.nn.ModuleList', 'torch.nn.ModuleDict')
 
-# The leaf classes of fxcpp's fx::nn (src/serialize/module_spec_types.cpp).
+# The leaf classes of fxcpp's fx::nn, each with a traits record in src/nn/<family>_traits.cpp;
+# tests/nn's ModuleSpec.EveryTypeIsChecked fails until this list and the records agree.
 LEAVES = tuple('torch.nn.' + name for name in (
     'ReLU', 'ReLU6', 'LeakyReLU', 'GELU', 'SiLU', 'Mish', 'Hardswish', 'Hardsigmoid', 'Sigmoid', 'Tanh',
     'Softmax', 'LogSoftmax', 'MultiheadAttention', 'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d',

@@ -79,7 +79,8 @@ std::string cpp_dtype(c10::ScalarType t);
 // size_t) and make the call ambiguous (conv2d's padding="same" overload).
 std::string cpp_int_list(const std::vector<std::string>& items);
 
-// The statements for one call_module node of an fx::nn leaf (cpp_modules.cpp).
+// The statements for one call_module node of a module with traits that
+// write C++ (cpp_modules.cpp; fx/nn/module_traits.h).
 CppValue emit_module_call(Emitter& e, const Node* n, const torch::nn::Module& m);
 
 // torch.ops.higher_order.cond and while_loop (cpp_control_flow.cpp): an `if`

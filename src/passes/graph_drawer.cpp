@@ -1,5 +1,6 @@
 // FxGraphDrawer: the DOT text of torch/fx/passes/graph_drawer.py (torch 2.14)
 // as pydot 4 prints it.
+#include <fx/nn/module_traits.h>
 #include <fx/passes/graph_drawer.h>
 #include <fx/passes/shape_prop.h>
 
@@ -11,7 +12,6 @@
 
 #include "../ir/repr.h"
 #include "md5.h"
-#include "module_info.h"
 
 namespace fx::passes {
 
@@ -277,13 +277,20 @@ std::string node_label(const GraphModule& gm, const Node& n, bool skip_node_name
   std::string label = "{name=%" + n.name() + "|op_code=" + std::string(op_name(n.op())) + "\n";
   if (n.op() == Op::call_module) {
     const torch::nn::Module& leaf = leaf_module(gm, n);
+    // torch.typename(module) and the class's __constants__, as the module's traits know them.
+    const auto* fm = dynamic_cast<const Module*>(&leaf);
+    const nn::ModuleTraits* traits = fm ? nn::find_module_traits(fm->type_name()) : nullptr;
     std::string type = dynamic_cast<const GraphModule*>(&leaf)
                            ? "torch.fx.graph_module.GraphModule.__new__.<locals>.GraphModuleImpl"
-                           : detail::module_typename(leaf);
+                       : !fm                                       ? leaf.name()
+                       : traits && !traits->torch_typename.empty() ? traits->torch_typename
+                                                                   : fm->type_name();
     label += "\\n" + escape_braces(type) + "\\n|";
-    if (auto constants = detail::module_constants(leaf))
-      for (size_t i = 0; i < constants->size(); ++i)
-        label += (i ? "\\n" : "") + (*constants)[i].first + ": " + (*constants)[i].second;
+    if (traits && traits->constants) {
+      nn::ModuleConstants constants = traits->constants(*fm);
+      for (size_t i = 0; i < constants.size(); ++i)
+        label += (i ? "\\n" : "") + constants[i].first + ": " + constants[i].second;
+    }
     label += "\\n";
   } else {
     label += "|target=" + target_typename(n) + "\\n";

@@ -705,6 +705,12 @@ TEST(ModuleSpec, EveryTypeIsChecked) {
   }
   EXPECT_EQ(seen.size(), expected()["spec_types"].size())
       << "fxcpp.modules.TYPES lacks a type fx::module_spec gives";
+  // fx::nn's traits and Python's list name the same classes: a new module is added to both.
+  std::set<std::string> registered, python;
+  for (const auto& type : fx::nn::module_traits_types())
+    if (type.starts_with("torch.nn.")) registered.insert(type);
+  for (const auto& type : expected()["spec_types"]) python.insert(type.get<std::string>());
+  EXPECT_EQ(registered, python) << "fx::nn's module traits and python/fxcpp/modules.py's TYPES differ";
 }
 
 TEST(ModuleSpec, MissingArgumentsTakePyTorchDefaults) {
