@@ -20,6 +20,7 @@
 // The names given to the constructor are forward's parameters: they become
 // the graph's placeholders, with their default values.
 
+#include <fx/impurity.h>
 #include <fx/value.h>
 
 #include <torch/nn/module.h>
@@ -83,6 +84,12 @@ class Module : public torch::nn::Module {
   // A standard module of fx::nn (torch.nn in Python): traced as one
   // call_module node by default (Tracer::is_leaf_module).
   virtual bool is_standard_leaf() const { return false; }
+
+  // What a call_module of this module does besides returning its value, for
+  // dead-code elimination, CSE and folding (torch.fx reads a module's
+  // `_is_impure`): nothing, unless a class says otherwise (a Dropout in
+  // training consumes the RNG).
+  virtual Impurity impurity() const { return Impurity::none; }
 
   // Asks the processor for what calling this module reads first. A container
   // that calls many modules in a row does it a few calls ahead: in a model of

@@ -2,7 +2,6 @@
 // (runtime/execution_plan.h) that forward runs.
 #include <fx/graph_module.h>
 #include <fx/interpreter.h>
-#include <fx/nn/dropout.h>
 #include <fx/pytree.h>
 #include <fx/tracer.h>
 
@@ -332,9 +331,8 @@ torch::nn::Module* GraphModule::target_module(const Target& target) const {
 bool GraphModule::has_target_module(const Target& target) const { return target_module(target) != nullptr; }
 
 Impurity GraphModule::module_impurity(const Target& target) const {
-  if (auto* d = dynamic_cast<const nn::Dropout*>(target_module(target)); d && d->is_training())
-    return d->inplace ? Impurity::in_place : Impurity::random;
-  return Impurity::none;
+  const auto* m = dynamic_cast<const Module*>(target_module(target));
+  return m ? m->impurity() : Impurity::none;
 }
 
 bool GraphModule::delete_submodule(const std::string& path) {

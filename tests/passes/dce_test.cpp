@@ -146,6 +146,33 @@ TEST(DeadCodeElimination, DropoutModuleInTraining) {
   EXPECT_EQ(gm->graph().size(), 2u);
 }
 
+// A module of one's own says what its calls do (torch.fx's `_is_impure`):
+// dead-code elimination keeps an unused call of one with an effect.
+TEST(DeadCodeElimination, ModuleImpurityOfOnesOwn) {
+  struct Log : fx::nn::StandardModule {
+    Log() : StandardModule("Log") {}
+    fx::Impurity impurity() const override { return fx::Impurity::side_effect; }
+    Value forward(const std::vector<Value>& in) override { return in[0]; }
+  };
+  struct M : fx::Module {
+    std::shared_ptr<Log> log;
+    std::shared_ptr<fx::nn::ReLU> relu;
+    M() : fx::Module("M") {
+      log = register_module("log", std::make_shared<Log>());
+      relu = register_module("relu", std::make_shared<fx::nn::ReLU>());
+    }
+    Value forward(const std::vector<Value>& in) override {
+      (*log)(in[0]);
+      (*relu)(in[0]);
+      return in[0];
+    }
+  } m;
+  auto gm = fx::symbolic_trace(m);
+  EXPECT_TRUE(fx::passes::eliminate_dead_code(*gm));
+  ASSERT_EQ(gm->graph().size(), 3u);
+  EXPECT_EQ(gm->graph().find_nodes(fx::Op::call_module, fx::Target("log")).size(), 1u);
+}
+
 // Graph::eliminate_dead_code keeps an unused in-place call (torch.fx 2.14
 // deletes a call_method `x.add_(1)`, which changes x), and takes torch.fx's
 // is_impure_node to decide otherwise.

@@ -14,6 +14,10 @@ class Dropout : public StandardModule {
  public:
   explicit Dropout(double p = 0.5, bool inplace = false);
   std::string extra_repr() const override;
+  // In training it consumes the RNG (and, inplace, writes its input).
+  Impurity impurity() const override {
+    return !is_training() ? Impurity::none : inplace ? Impurity::in_place : Impurity::random;
+  }
   Value forward(const std::vector<Value>& args) override;
   ModulePtr clone(const OptionalDevice& device = c10::nullopt) const override;
   double p;
