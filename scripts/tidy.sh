@@ -16,11 +16,13 @@ if [ ! -f "$build/compile_commands.json" ]; then
 fi
 tidy=clang-tidy-16
 command -v "$tidy" >/dev/null || { echo "tidy: $tidy is not installed (bash scripts/setup.sh installs it)" >&2; exit 1; }
-# The library's translation units: the entries built into CMakeFiles/fxcpp.dir.
+# The library's translation units: the entries built into its layers' object
+# libraries (CMakeFiles/fxcpp_<layer>.dir; CMakeLists.txt's fxcpp_layers).
 mapfile -t units < <(python3 - "$build/compile_commands.json" <<'EOF'
-import json, sys
+import json, re, sys
+layer = re.compile(r"CMakeFiles/fxcpp_(ir|core|nn|passes|serialize|codegen|capture|compile|export)\.dir/")
 for entry in json.load(open(sys.argv[1])):
-    if "CMakeFiles/fxcpp.dir/" in entry.get("output", entry["command"]):
+    if layer.search(entry.get("output", entry["command"])):
         print(entry["file"])
 EOF
 )

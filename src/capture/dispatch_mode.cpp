@@ -283,6 +283,7 @@ void run_unrecorded(const std::function<void()>& body) {
 
 void run_recording(Recorder& recorder, const std::function<void()>& body) {
   register_fallback();
+  install_control_flow_recording();
   if (active_owner)
     throw Error(
         "capture: a capture is already running on this thread; fx::capture cannot be called from "

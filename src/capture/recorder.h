@@ -277,6 +277,9 @@ class Recorder {
 void run_recording(Recorder& recorder, const std::function<void()>& body);
 // The recorder of the capture this thread runs, or nullptr.
 Recorder* recorder_here();
+// Lets fx::cond and fx::while_loop, which run in the runtime below, record
+// under a capture (control_flow.cpp); run_recording calls it.
+void install_control_flow_recording();
 // Inside a capture: runs `body` with `inner` receiving this thread's
 // operator calls (a branch of fx::cond), then the capture's recorder again.
 void run_nested(Recorder& inner, const std::function<void()>& body);

@@ -9,11 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../ir/namespace.h"
-#include "../ir/python_names.h"
-#include "../ir/repr.h"
-#include "../ir/target_entry.h"
-#include "../ir/visit.h"
+#include "namespace.h"
+#include "python_names.h"
+#include "repr.h"
+#include "target_entry.h"
+#include "visit.h"
 
 namespace fx {
 
