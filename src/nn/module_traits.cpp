@@ -4,12 +4,12 @@
 #include <fx/error.h>
 #include <fx/nn/module_traits.h>
 
+#include "../ir/string_map.h"
 #include "builtin_traits.h"
 
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
 
 namespace fx::nn {
 
@@ -33,7 +33,7 @@ class TraitsRegistry {
   }
   const ModuleTraits* find(std::string_view type) const {
     std::shared_lock lock(mutex_);
-    auto it = by_type_.find(std::string(type));
+    auto it = by_type_.find(type);
     return it == by_type_.end() ? nullptr : it->second;
   }
   std::vector<std::string> types() const {
@@ -46,7 +46,7 @@ class TraitsRegistry {
  private:
   mutable std::shared_mutex mutex_;
   std::deque<ModuleTraits> records_;
-  std::unordered_map<std::string, const ModuleTraits*> by_type_;
+  fx::detail::StringMap<const ModuleTraits*> by_type_;
 };
 
 TraitsRegistry& registry() {
