@@ -42,7 +42,6 @@ inline std::string in_place(bool inplace, const std::string& fn) { return inplac
 // A tensor call.
 inline CppCall cpp_tensor(std::string expr) { return CppCall{std::move(expr), 0}; }
 
-inline std::string py_int(int64_t i) { return std::to_string(i); }
-inline std::string py_optional_bool(const std::optional<bool>& b) { return b ? detail::py_bool(*b) : "None"; }
+using detail::py_int;
 
 }  // namespace fx::nn

@@ -20,13 +20,16 @@ inline std::string py_float(double d) { return fx::detail::repr_float(d); }
 inline std::string py_str(const std::string& s) { return fx::detail::repr_string(s); }
 // (1, 2), (4,)
 inline std::string py_tuple(const std::vector<int64_t>& v) { return fx::detail::repr_int_tuple(v); }
+inline std::string py_int(int64_t i) { return std::to_string(i); }
 template <class T>
 std::string py_optional(const std::optional<T>& v) {
   if (!v) return "None";
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (std::is_same_v<T, bool>)
+    return py_bool(*v);
+  else if constexpr (std::is_floating_point_v<T>)
     return py_float(*v);
   else
-    return std::to_string(*v);
+    return py_int(*v);
 }
 
 inline Value tuple_of(const std::vector<int64_t>& v) {

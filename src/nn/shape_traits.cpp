@@ -31,8 +31,8 @@ ModuleConstants upsample_constants(const Upsample& u) {
     scale += ")";
   }
   return {{"size", size},       {"scale_factor", scale},
-          {"mode", o.mode},     {"align_corners", py_optional_bool(o.align_corners)},
-          {"name", "Upsample"}, {"recompute_scale_factor", py_optional_bool(o.recompute_scale_factor)}};
+          {"mode", o.mode},     {"align_corners", detail::py_optional(o.align_corners)},
+          {"name", "Upsample"}, {"recompute_scale_factor", detail::py_optional(o.recompute_scale_factor)}};
 }
 
 }  // namespace
