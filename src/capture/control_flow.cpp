@@ -98,10 +98,7 @@ std::optional<Tensors> record_while_loop(const PredicateFn& cond_fn, const Tenso
   Captured b = capture_subgraph(
       *r, [&] { return as_tuple(body_fn(carried)); }, carried);
   const Tensors body_out = tensors_of(b.result);
-  if (!detail::same_tensor_metadata(body_out, carried))
-    throw TraceError("fx::while_loop: body_fn must return what it is given: it was given " +
-                     detail::describe_tensors(carried) + " and returned " +
-                     detail::describe_tensors(body_out));
+  detail::check_loop_body(carried, body_out);
   Tensors out;
   capture_detail::run_unrecorded([&] { out = detail::run_while_loop(cond_fn, body_fn, carried); });
   const int i = r->free_index({"while_loop_cond_graph_", "while_loop_body_graph_"});

@@ -40,13 +40,17 @@ bool same_tensor_metadata(const Tensors& a, const Tensors& b) {
   return true;
 }
 
+void check_loop_body(const Tensors& given, const Tensors& returned) {
+  if (!same_tensor_metadata(returned, given))
+    throw TraceError("fx::while_loop: body_fn must return what it is given: it was given " +
+                     describe_tensors(given) + " and returned " + describe_tensors(returned));
+}
+
 Tensors run_while_loop(const PredicateFn& cond_fn, const TensorsFn& body_fn, const Tensors& carried) {
   Tensors values = carried;
   while (control_flow_predicate("fx::while_loop", cond_fn(values))) {
     Tensors next = body_fn(values);
-    if (!same_tensor_metadata(next, values))
-      throw TraceError("fx::while_loop: body_fn must return what it is given: it was given " +
-                       describe_tensors(values) + " and returned " + describe_tensors(next));
+    check_loop_body(values, next);
     values = std::move(next);
   }
   return values;

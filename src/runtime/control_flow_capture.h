@@ -30,5 +30,7 @@ Tensors run_while_loop(const PredicateFn& cond_fn, const TensorsFn& body_fn, con
 std::string describe_tensors(const Tensors& ts);
 // The same count, dtypes and sizes.
 bool same_tensor_metadata(const Tensors& a, const Tensors& b);
+// TraceError unless body_fn's `returned` has the metadata of what it was `given`.
+void check_loop_body(const Tensors& given, const Tensors& returned);
 
 }  // namespace fx::detail
