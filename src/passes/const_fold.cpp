@@ -12,6 +12,7 @@
 
 #include "../module/module_dicts.h"
 #include "copy_graph.h"
+#include "replace_uses.h"
 
 namespace fx::passes {
 
@@ -42,25 +43,6 @@ std::string flatten(std::string_view path) {
   std::string s(path);
   std::replace(s.begin(), s.end(), '.', '_');
   return s;
-}
-
-// Rewrites every use of `old` to `replacement`, which may be a tuple of
-// nodes (torch.fx's replace_all_uses_with does so when inlining a
-// submodule with several outputs).
-void replace_uses(Node* old, const Argument& replacement) {
-  if (Node* n = replacement.node()) {
-    old->replace_all_uses_with(n);
-    return;
-  }
-  auto swap = [&](Node* used) -> Argument { return used == old ? replacement : Argument(used); };
-  for (Node* user : old->users().to_vector()) {
-    Args args;
-    for (const Argument& a : user->args()) args.push_back(map_arg(a, swap));
-    Kwargs kwargs;
-    for (const auto& [k, v] : user->kwargs()) kwargs.emplace_back(k, map_arg(v, swap));
-    user->set_args(std::move(args));
-    user->set_kwargs(std::move(kwargs));
-  }
 }
 
 // torch.fx's get_unique_attr_name_in_module: `name`, or name_1, name_2, ...
@@ -339,7 +321,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
       if (n->op() == Op::placeholder) {
         mapping[n] = np.call->args().at(ph_count++);
       } else if (n->op() == Op::output) {
-        replace_uses(np.call, map_arg(n->args()[0], lookup));
+        detail::replace_uses(np.call, map_arg(n->args()[0], lookup));
       } else {
         auto guard = base->inserting_before(np.call);
         mapping[n] = base->node_copy(*n, lookup);

@@ -6,6 +6,8 @@
 
 #include <unordered_map>
 
+#include "replace_uses.h"
+
 namespace fx::passes {
 
 namespace {
@@ -53,20 +55,7 @@ bool remove_dropout(GraphModule& gm) {
     if (!it->second) continue;
     if (n->args().size() != 1 || !n->kwargs().empty())
       wrong_arity("'" + n->name() + "'", n->args().size() + n->kwargs().size());
-    const Argument input = n->args()[0];
-    if (Node* in = input.node()) {
-      n->replace_all_uses_with(in);
-    } else {  // a constant input: it replaces the node in each user's arguments
-      auto swap = [&](Node* used) -> Argument { return used == n ? input : Argument(used); };
-      for (Node* user : n->users().to_vector()) {
-        Args args;
-        for (const Argument& a : user->args()) args.push_back(map_arg(a, swap));
-        Kwargs kwargs;
-        for (const auto& [k, v] : user->kwargs()) kwargs.emplace_back(k, map_arg(v, swap));
-        user->set_args(std::move(args));
-        user->set_kwargs(std::move(kwargs));
-      }
-    }
+    detail::replace_uses(n, Argument(n->args()[0]));  // a copy: the node is erased next
     graph.erase_node(n);
     changed = true;
   }
