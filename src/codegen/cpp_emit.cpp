@@ -2,6 +2,7 @@
 #include <fx/error.h>
 #include <fx/graph_module.h>
 #include <fx/operator_overloads.h>
+#include <fx/python_function.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -639,8 +640,14 @@ class ForwardEmitter final : public Emitter {
 
   // ---- torch.nn.functional ----
   CppValue functional(const Node* n, const std::string& f) {
-    // Python signatures whose order or names differ from the ATen schema.
-    auto bind = [&](const std::vector<PyParam>& params) { return bind_python(n, "F." + f, params); };
+    // A Python function's parameters are torch 2.14's (fx/python_function.h,
+    // the table the runtime, normalize_args and the tracer bind with). A
+    // builtin's (F.gelu, F.linear, F.conv2d, ...) are its ATen schema's,
+    // written here in Python's names.
+    auto bind = [&](const std::vector<PyParam>& builtin = {}) {
+      return builtin.empty() ? bind_python_function(n, "torch.nn.functional." + f)
+                             : bind_python(n, "F." + f, builtin);
+    };
     auto none = std::optional<Argument>(Argument(None));
     auto v = [&](const Argument& a) { return value(a).expr; };
     auto list_of = [&](const Argument& a, int dims) {
@@ -656,13 +663,13 @@ class ForwardEmitter final : public Emitter {
       return a.is<bool>() && a.get<bool>() ? name + "_" : name;
     };
     if (f == "relu" || f == "silu" || f == "hardswish" || f == "hardsigmoid" || f == "mish" || f == "relu6") {
-      auto a = bind({{"input", {}}, {"inplace", Argument(false)}});
+      auto a = bind();
       if (f == "relu6")
         return {"at::" + inplace(a[1], "hardtanh") + "(" + v(a[0]) + ", 0.0, 6.0)", Kind::tensor, {}};
       return {"at::" + inplace(a[1], f) + "(" + v(a[0]) + ")", Kind::tensor, {}};
     }
     if (f == "sigmoid" || f == "tanh") {
-      auto a = bind({{"input", {}}});
+      auto a = bind();
       return {"at::" + f + "(" + v(a[0]) + ")", Kind::tensor, {}};
     }
     if (f == "gelu") {
@@ -670,28 +677,24 @@ class ForwardEmitter final : public Emitter {
       return {"at::gelu(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
     }
     if (f == "leaky_relu") {
-      auto a = bind({{"input", {}}, {"negative_slope", Argument(0.01)}, {"inplace", Argument(false)}});
+      auto a = bind();
       return {"at::" + inplace(a[2], "leaky_relu") + "(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
     }
     if (f == "hardtanh") {
-      auto a = bind({{"input", {}},
-                     {"min_val", Argument(-1.0)},
-                     {"max_val", Argument(1.0)},
-                     {"inplace", Argument(false)}});
+      auto a = bind();
       return {"at::" + inplace(a[3], "hardtanh") + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
               Kind::tensor,
               {}};
     }
     if (f == "softmax" || f == "log_softmax") {
-      auto a = bind({{"input", {}}, {"dim", none}, {"_stacklevel", Argument(3)}, {"dtype", none}});
+      auto a = bind();
       if (a[1].is_none()) fail(n, "leaves dim to PyTorch's legacy choice; give dim");
       return {"at::" + f + "(" + v(a[0]) + ", " + v(a[1]) + (a[3].is_none() ? "" : ", " + v(a[3])) + ")",
               Kind::tensor,
               {}};
     }
     if (f == "dropout" || f == "dropout2d") {
-      auto a = bind(
-          {{"input", {}}, {"p", Argument(0.5)}, {"training", Argument(true)}, {"inplace", Argument(false)}});
+      auto a = bind();
       std::string fn = f == "dropout" ? "dropout" : "feature_dropout";
       return {"at::" + inplace(a[3], fn) + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
               Kind::tensor,
@@ -721,14 +724,7 @@ class ForwardEmitter final : public Emitter {
               {}};
     }
     if (f == "batch_norm") {
-      auto a = bind({{"input", {}},
-                     {"running_mean", {}},
-                     {"running_var", {}},
-                     {"weight", none},
-                     {"bias", none},
-                     {"training", Argument(false)},
-                     {"momentum", Argument(0.1)},
-                     {"eps", Argument(1e-5)}});
+      auto a = bind();
       return {"at::batch_norm(" +
                   join({v(a[0]), a[3].is_none() ? "{}" : v(a[3]), a[4].is_none() ? "{}" : v(a[4]),
                         a[1].is_none() ? "{}" : v(a[1]), a[2].is_none() ? "{}" : v(a[2]), v(a[5]), v(a[6]),
@@ -738,11 +734,7 @@ class ForwardEmitter final : public Emitter {
               {}};
     }
     if (f == "layer_norm") {
-      auto a = bind({{"input", {}},
-                     {"normalized_shape", {}},
-                     {"weight", none},
-                     {"bias", none},
-                     {"eps", Argument(1e-5)}});
+      auto a = bind();
       return {"at::layer_norm(" +
                   join({v(a[0]), list_of(a[1], 1), a[2].is_none() ? "{}" : v(a[2]),
                         a[3].is_none() ? "{}" : v(a[3]), v(a[4])}) +
@@ -752,18 +744,12 @@ class ForwardEmitter final : public Emitter {
     }
     if (f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d") {
       int d = f[f.size() - 2] - '0';
-      auto a = bind({{"input", {}}, {"output_size", {}}});
+      auto a = d == 1 ? bind({{"input", {}}, {"output_size", {}}}) : bind();
       return {"at::" + f + "(" + v(a[0]) + ", " + list_of(a[1], d) + ")", Kind::tensor, {}};
     }
     if (f == "max_pool1d" || f == "max_pool2d" || f == "max_pool3d") {
       int d = f[f.size() - 2] - '0';
-      auto a = bind({{"input", {}},
-                     {"kernel_size", {}},
-                     {"stride", none},
-                     {"padding", Argument(0)},
-                     {"dilation", Argument(1)},
-                     {"ceil_mode", Argument(false)},
-                     {"return_indices", Argument(false)}});
+      auto a = bind();
       if (!(a[6].is<bool>() && !a[6].get<bool>()))
         fail(n, "returns indices; export_cpp supports return_indices=False");
       return {"at::" + f + "(" +
@@ -789,10 +775,34 @@ class ForwardEmitter final : public Emitter {
               {}};
     }
     if (f == "pad") {
-      auto a = bind({{"input", {}}, {"pad", {}}, {"mode", Argument("constant")}, {"value", none}});
+      auto a = bind();
       return {"at::pad(" + join({v(a[0]), v(a[1]), v(a[2]), v(a[3])}) + ")", Kind::tensor, {}};
     }
     fail(n, "calls torch.nn.functional." + f + ", which export_cpp does not translate");
+  }
+
+  // The call bound to a Python function of torch's table with the binder
+  // torch.fx uses (fast_bind): each parameter's argument or default.
+  std::vector<Argument> bind_python_function(const Node* n, const std::string& name) {
+    const PythonFunction* fn = python_function(name);
+    if (!fn || !fn->supported) fail(n, "calls " + name + ", whose signature torch 2.14 does not give");
+    std::vector<std::string_view> keywords;
+    keywords.reserve(n->kwargs().size());
+    for (const auto& kv : n->kwargs()) keywords.emplace_back(kv.first);
+    std::vector<int64_t> slots;
+    std::string why;
+    const size_t nargs = n->args().size();
+    if (!fast_bind(fn->params, nargs, keywords, slots, why)) fail(n, "calls " + name + " wrongly: " + why);
+    std::vector<Argument> out;
+    out.reserve(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const auto slot = static_cast<size_t>(slots[i]);
+      if (slots[i] < 0)
+        out.push_back(fn->params[i].default_value);
+      else
+        out.push_back(slot < nargs ? n->args()[slot] : n->kwargs()[slot - nargs].second);
+    }
+    return out;
   }
 
   // Python's binding of args/kwargs to `params`.

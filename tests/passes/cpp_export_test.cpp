@@ -267,6 +267,42 @@ TEST(CppExport, CondAndWhileLoopAreAnIfAndAWhile) {
   }
 }
 
+// F.* Python functions bind as torch 2.14's signatures say: keywords in
+// any order, defaults filled in; a keyword the function lacks is an
+// fx::Error that names the node and quotes Python's TypeError.
+TEST(CppExport, FunctionalCallsBindByTorchsSignatures) {
+  auto g = std::make_unique<fx::Graph>();
+  fx::Node* x = g->placeholder("x");
+  fx::Node* leaky =
+      g->call_function("torch.nn.functional.leaky_relu", {x}, {{"inplace", false}, {"negative_slope", 0.2}});
+  fx::Node* hard = g->call_function("torch.nn.functional.hardtanh", {leaky, -2.0});
+  fx::Node* soft = g->call_function("torch.nn.functional.log_softmax", {hard}, {{"dim", int64_t{1}}});
+  g->output(
+      g->call_function("torch.nn.functional.layer_norm", {soft, fx::List{{int64_t{4}}}}, {{"eps", 1e-3}}));
+  std::map<std::string, fx::GraphModule::Attr> none;
+  fx::GraphModule gm(none, std::move(g));
+  ScratchDir dir("cpp_export_functional");
+  fx::export_cpp(gm, dir.str("p"));
+  const std::string forward = export_test::read_text(dir.path() / "p" / "forward.cpp");
+  for (const char* call :
+       {"at::leaky_relu(x, 0.2);", "at::hardtanh(leaky_relu, -2.0, 1.0);", "at::log_softmax(hardtanh, 1);",
+        "at::layer_norm(log_softmax, {4}, {}, {}, 0.001);"})
+    EXPECT_NE(forward.find(call), std::string::npos) << call << "\nnot in\n" << forward;
+
+  auto g2 = std::make_unique<fx::Graph>();
+  fx::Node* x2 = g2->placeholder("x");
+  g2->output(g2->call_function("torch.nn.functional.relu", {x2}, {{"in_place", true}}));
+  fx::GraphModule wrong(none, std::move(g2));
+  try {
+    fx::export_cpp(wrong, dir.str("wrong"));
+    FAIL() << "F.relu(x, in_place=True) was exported";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'relu'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Got an unexpected keyword argument 'in_place'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CppExport, BadInputIsAnError) {
   auto gm = traced(corpus().back());
   ScratchDir dir("cpp_export_bad");
