@@ -644,10 +644,8 @@ class ForwardEmitter final : public Emitter {
     // the table the runtime, normalize_args and the tracer bind with). A
     // builtin's (F.gelu, F.linear, F.conv2d, ...) are its ATen schema's,
     // written here in Python's names.
-    auto bind = [&](const std::vector<PyParam>& builtin = {}) {
-      return builtin.empty() ? bind_python_function(n, "torch.nn.functional." + f)
-                             : bind_python(n, "F." + f, builtin);
-    };
+    auto bind = [&] { return bind_python_function(n, "torch.nn.functional." + f); };
+    auto bind_builtin = [&](const std::vector<PyParam>& params) { return bind_python(n, "F." + f, params); };
     auto none = std::optional<Argument>(Argument(None));
     auto v = [&](const Argument& a) { return value(a).expr; };
     auto list_of = [&](const Argument& a, int dims) {
@@ -673,7 +671,7 @@ class ForwardEmitter final : public Emitter {
       return {"at::" + f + "(" + v(a[0]) + ")", Kind::tensor, {}};
     }
     if (f == "gelu") {
-      auto a = bind({{"input", {}}, {"approximate", Argument("none")}});
+      auto a = bind_builtin({{"input", {}}, {"approximate", Argument("none")}});
       return {"at::gelu(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
     }
     if (f == "leaky_relu") {
@@ -701,20 +699,20 @@ class ForwardEmitter final : public Emitter {
               {}};
     }
     if (f == "linear") {
-      auto a = bind({{"input", {}}, {"weight", {}}, {"bias", none}});
+      auto a = bind_builtin({{"input", {}}, {"weight", {}}, {"bias", none}});
       return {"at::linear(" + v(a[0]) + ", " + v(a[1]) + (a[2].is_none() ? "" : ", " + v(a[2])) + ")",
               Kind::tensor,
               {}};
     }
     if (f == "conv1d" || f == "conv2d" || f == "conv3d") {
       int d = f[4] - '0';
-      auto a = bind({{"input", {}},
-                     {"weight", {}},
-                     {"bias", none},
-                     {"stride", Argument(1)},
-                     {"padding", Argument(0)},
-                     {"dilation", Argument(1)},
-                     {"groups", Argument(1)}});
+      auto a = bind_builtin({{"input", {}},
+                             {"weight", {}},
+                             {"bias", none},
+                             {"stride", Argument(1)},
+                             {"padding", Argument(0)},
+                             {"dilation", Argument(1)},
+                             {"groups", Argument(1)}});
       if (a[4].is<std::string>()) fail(n, "pads by name ('same'/'valid'); give the padding as numbers");
       return {"at::" + f + "(" +
                   join({v(a[0]), v(a[1]), a[2].is_none() ? "{}" : v(a[2]), list_of(a[3], d), list_of(a[4], d),
@@ -744,7 +742,7 @@ class ForwardEmitter final : public Emitter {
     }
     if (f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d") {
       int d = f[f.size() - 2] - '0';
-      auto a = d == 1 ? bind({{"input", {}}, {"output_size", {}}}) : bind();
+      auto a = d == 1 ? bind_builtin({{"input", {}}, {"output_size", {}}}) : bind();
       return {"at::" + f + "(" + v(a[0]) + ", " + list_of(a[1], d) + ")", Kind::tensor, {}};
     }
     if (f == "max_pool1d" || f == "max_pool2d" || f == "max_pool3d") {
@@ -760,13 +758,13 @@ class ForwardEmitter final : public Emitter {
               {}};
     }
     if (f == "avg_pool2d") {
-      auto a = bind({{"input", {}},
-                     {"kernel_size", {}},
-                     {"stride", none},
-                     {"padding", Argument(0)},
-                     {"ceil_mode", Argument(false)},
-                     {"count_include_pad", Argument(true)},
-                     {"divisor_override", none}});
+      auto a = bind_builtin({{"input", {}},
+                             {"kernel_size", {}},
+                             {"stride", none},
+                             {"padding", Argument(0)},
+                             {"ceil_mode", Argument(false)},
+                             {"count_include_pad", Argument(true)},
+                             {"divisor_override", none}});
       return {"at::avg_pool2d(" +
                   join({v(a[0]), list_of(a[1], 2), opt_list(a[2], 2), list_of(a[3], 2), v(a[4]), v(a[5]),
                         v(a[6])}) +

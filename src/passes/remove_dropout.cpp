@@ -55,7 +55,7 @@ bool remove_dropout(GraphModule& gm) {
     if (!it->second) continue;
     if (n->args().size() != 1 || !n->kwargs().empty())
       wrong_arity("'" + n->name() + "'", n->args().size() + n->kwargs().size());
-    detail::replace_uses(n, Argument(n->args()[0]));  // a copy: the node is erased next
+    detail::replace_uses(n, n->args()[0]);
     graph.erase_node(n);
     changed = true;
   }
