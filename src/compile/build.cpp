@@ -103,7 +103,10 @@ const std::vector<InstructionSet>& instruction_sets() {
       {"AVX512",
        {"-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma"},
        {"CPU_CAPABILITY=AVX512", "CPU_CAPABILITY_AVX512"}},
-      {"AVX2", {"-mavx2", "-mfma"}, {"CPU_CAPABILITY=AVX2", "CPU_CAPABILITY_AVX2"}},
+      // F16C too, as Inductor's AVX2 flags have it: at::vec's AVX2 Half
+      // conversions call _cvtss_sh, which does not build without it. Every
+      // AVX2 processor has it (clang 16 cannot ask __builtin_cpu_supports).
+      {"AVX2", {"-mavx2", "-mfma", "-mf16c"}, {"CPU_CAPABILITY=AVX2", "CPU_CAPABILITY_AVX2"}},
       {"DEFAULT", {}, {"CPU_CAPABILITY=DEFAULT"}},
   };
   return sets;
