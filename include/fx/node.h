@@ -268,4 +268,8 @@ class Node::UserRange {
 
 inline Node::UserRange Node::users() const { return UserRange(b_->users_head, b_->num_users); }
 
+// `node`'s args and kwargs with every node n in them replaced by fn(n)
+// (map_arg over both): what a pass that copies or rewires a node builds.
+std::pair<Args, Kwargs> map_args(const Node& node, const std::function<Argument(Node*)>& fn);
+
 }  // namespace fx

@@ -280,12 +280,7 @@ Node* Graph::output(Argument result, std::optional<std::string> type) {
 }
 
 Node* Graph::node_copy(const Node& node, const std::function<Argument(Node*)>& arg_transform) {
-  Args args;
-  args.reserve(node.args().size());
-  for (const auto& a : node.args()) args.push_back(map_arg(a, arg_transform));
-  Kwargs kwargs;
-  kwargs.reserve(node.kwargs().size());
-  for (const auto& [k, v] : node.kwargs()) kwargs.emplace_back(k, map_arg(v, arg_transform));
+  auto [args, kwargs] = map_args(node, arg_transform);
   Node* n =
       create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name(), node.type());
   n->b_->meta = node.b_->meta;

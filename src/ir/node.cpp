@@ -279,4 +279,13 @@ std::string Node::format_node() const {
   }
 }
 
+std::pair<Args, Kwargs> map_args(const Node& node, const std::function<Argument(Node*)>& fn) {
+  std::pair<Args, Kwargs> out;
+  out.first.reserve(node.args().size());
+  for (const Argument& a : node.args()) out.first.push_back(map_arg(a, fn));
+  out.second.reserve(node.kwargs().size());
+  for (const auto& [k, v] : node.kwargs()) out.second.emplace_back(k, map_arg(v, fn));
+  return out;
+}
+
 }  // namespace fx

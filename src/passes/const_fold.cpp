@@ -212,10 +212,7 @@ std::unique_ptr<FoldedGraphModule> ConstFoldBuilder::build(GraphModule& m,
     if (it == part_of.end()) continue;
     FoldPartition& part = parts[it->second];
     auto lookup = [&](Node* x) -> Argument { return part.env.at(x); };
-    Args args;
-    for (const Argument& a : n->args()) args.push_back(map_arg(a, lookup));
-    Kwargs kwargs;
-    for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, map_arg(v, lookup));
+    auto [args, kwargs] = map_args(*n, lookup);
     Target target = n->target();
     if (n->op() == Op::call_module) {
       std::string flat = flatten(target.str());

@@ -15,12 +15,7 @@ inline void replace_uses(Node* old, const Argument& replacement) {
   }
   auto swap = [&](Node* used) -> Argument { return used == old ? replacement : Argument(used); };
   for (Node* user : old->users().to_vector()) {
-    Args args;
-    args.reserve(user->args().size());
-    for (const Argument& a : user->args()) args.push_back(map_arg(a, swap));
-    Kwargs kwargs;
-    kwargs.reserve(user->kwargs().size());
-    for (const auto& [k, v] : user->kwargs()) kwargs.emplace_back(k, map_arg(v, swap));
+    auto [args, kwargs] = map_args(*user, swap);
     user->set_args(std::move(args));
     user->set_kwargs(std::move(kwargs));
   }

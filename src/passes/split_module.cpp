@@ -213,12 +213,7 @@ std::unique_ptr<GraphModule> split_module(GraphModule& m, Module& /*root_m*/,
     if (it == partition_of.end()) continue;
     Partition& partition = *it->second;
     auto env = [&](Node* n) -> Argument { return partition.environment.at(n); };
-    Args args;
-    args.reserve(node->args().size());
-    for (const Argument& a : node->args()) args.push_back(map_arg(a, env));
-    Kwargs kwargs;
-    kwargs.reserve(node->kwargs().size());
-    for (const auto& [k, v] : node->kwargs()) kwargs.emplace_back(k, map_arg(v, env));
+    auto [args, kwargs] = map_args(*node, env);
     Target target = node->target();
     if (node->op() == Op::call_module || node->op() == Op::get_attr) {
       const GraphModule::Attr& attr = attr_of(node);
