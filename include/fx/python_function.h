@@ -64,20 +64,48 @@ const PythonFunction* python_function(std::string_view qualified_name);
 // Every entry, in the table's order.
 const std::vector<PythonFunction>& python_functions();
 
+namespace detail {
+// What fast_bind reads of a parameter, for records that leave some of it out.
+template <class P>
+bool kwonly(const P& p) {
+  if constexpr (requires { p.kwonly; })
+    return p.kwonly;
+  else
+    return false;
+}
+template <class P>
+bool positional_only(const P& p) {
+  if constexpr (requires { p.positional_only; })
+    return p.positional_only;
+  else
+    return false;
+}
+template <class P>
+bool has_default(const P& p) {
+  if constexpr (requires { p.has_default; })
+    return p.has_default;
+  else
+    return p.default_value.has_value();
+}
+}  // namespace detail
+
 // torch.utils._inspect._fast_bind (torch.fx 2.x binds with it, not with
 // inspect.Signature.bind): for each parameter, the positional index it takes
 // (< nargs), nargs + the index of the keyword it takes, or -1 (its default).
 // Returns false, with _fast_bind's reason in `why`, where it raises
 // TypeError; its checks run in its order (parameters first, unknown
 // keywords last), so a call wrong in two ways gets the same message.
-// `Params` is a sequence of parameters with name, kwonly, positional_only
-// and has_default.
+// `Params` is a sequence of parameters with a name; kwonly, positional_only
+// and has_default where they have them (a parameter without has_default has
+// one when its optional default_value holds one): the table's, normalize_args'
+// schemas', the runtime's (fx/runtime_args.h) and the C++ emitter's all bind
+// with it.
 template <class Params>
 bool fast_bind(const Params& params, size_t nargs, const std::vector<std::string_view>& keywords,
                std::vector<int64_t>& slots, std::string& why) {
   slots.assign(params.size(), -1);
   size_t max_positional = 0;
-  for (const auto& p : params) max_positional += !p.kwonly;
+  for (const auto& p : params) max_positional += !detail::kwonly(p);
   if (nargs > max_positional) {
     why = "Too many positional arguments: expected max " + std::to_string(max_positional) + ", got " +
           std::to_string(nargs);
@@ -93,11 +121,11 @@ bool fast_bind(const Params& params, size_t nargs, const std::vector<std::string
     const auto& param = params[p];
     const std::string_view name = param.name;
     const int64_t k = keyword(name);
-    if (param.positional_only && k >= 0) {
+    if (detail::positional_only(param) && k >= 0) {
       why = "Got some positional-only arguments passed as keyword arguments: '" + std::string(name) + "'";
       return false;
     }
-    if (!param.kwonly && i < nargs) {
+    if (!detail::kwonly(param) && i < nargs) {
       if (k >= 0) {
         why = "Multiple values for argument '" + std::string(name) + "'";
         return false;
@@ -105,7 +133,7 @@ bool fast_bind(const Params& params, size_t nargs, const std::vector<std::string
       slots[p] = static_cast<int64_t>(i++);
     } else if (k >= 0) {
       slots[p] = static_cast<int64_t>(nargs) + k;
-    } else if (!param.has_default) {
+    } else if (!detail::has_default(param)) {
       why = "Missing required argument '" + std::string(name) + "'";
       return false;
     }
@@ -119,6 +147,17 @@ bool fast_bind(const Params& params, size_t nargs, const std::vector<std::string
     }
   }
   return true;
+}
+
+// The argument that fast_bind's `slot` names in a call of args and kwargs (a
+// sequence of (keyword, value) pairs): a positional one, a keyword's value,
+// or nullptr for a parameter left to its default (slot < 0).
+template <class Args, class Kwargs>
+auto bound_argument(int64_t slot, Args& args, Kwargs& kwargs) -> decltype(&args[0]) {
+  if (slot < 0) return nullptr;
+  const auto s = static_cast<size_t>(slot);
+  if (s < args.size()) return &args[s];
+  return &kwargs[s - args.size()].second;
 }
 
 }  // namespace fx

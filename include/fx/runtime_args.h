@@ -23,6 +23,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fx::runtime {
@@ -36,8 +37,16 @@ struct Param {
 inline Param req(std::string n) { return Param{std::move(n), std::nullopt, false}; }
 inline Param opt(std::string n, c10::IValue d) { return Param{std::move(n), std::move(d), false}; }
 inline Param kwo(std::string n, c10::IValue d) { return Param{std::move(n), std::move(d), true}; }
-// Binds args/kwargs to `params` as Python does; throws fx::Error naming
-// `fn` for too many arguments, unknown/duplicate keywords, missing ones.
+// The parameters of one of torch's Python functions (F.softmax, torch.split,
+// ...), from the table generated from torch 2.14 (fx/python_function.h).
+// Throws fx::Error for a name the table does not have, or whose signature it
+// cannot hold (*args).
+std::vector<Param> python_params(std::string_view qualified_name);
+// Binds args/kwargs to `params` as torch.fx binds a call (fast_bind,
+// fx/python_function.h), moving them out; throws fx::Error naming `fn` and
+// the TypeError that binding raises (too many arguments, an unknown or
+// repeated keyword, a missing one). Name it fx::runtime::bind where `fn` is a
+// string literal: unqualified, argument-dependent lookup prefers std::bind.
 std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params,
                               std::vector<c10::IValue>& args, IValueKwargs& kwargs);
 

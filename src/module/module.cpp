@@ -1,4 +1,5 @@
 #include <fx/module.h>
+#include <fx/python_function.h>
 #include <fx/tracer.h>
 #include "../ir/repr.h"
 #include "module_dicts.h"
@@ -57,27 +58,19 @@ bool binds_as_given(const std::vector<Value>& args, const ValueKwargs& kwargs, s
 
 std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) const {
   if (binds_as_given(args, kwargs, params_.size())) return args;
-  auto where = [&] { return type_name_ + ".forward"; };
-  if (args.size() > params_.size())
-    throw Error(where() + " takes " + std::to_string(params_.size()) + " argument(s) but " +
-                std::to_string(args.size()) + " were given");
-  std::vector<std::optional<Value>> bound(params_.size());
-  for (size_t i = 0; i < args.size(); ++i) bound[i] = std::move(args[i]);
-  for (auto& [name, value] : kwargs) {
-    size_t i = 0;
-    while (i < params_.size() && params_[i].name != name) ++i;
-    if (i == params_.size()) throw Error(where() + " got an unexpected keyword argument '" + name + "'");
-    if (bound[i]) throw Error(where() + " got multiple values for argument '" + name + "'");
-    bound[i] = std::move(value);
-  }
+  std::vector<std::string_view> keywords;
+  keywords.reserve(kwargs.size());
+  for (const auto& kv : kwargs) keywords.emplace_back(kv.first);
+  std::vector<int64_t> slots;
+  std::string why;
+  if (!fast_bind(params_, args.size(), keywords, slots, why))
+    throw Error(type_name_ + ".forward: TypeError: " + why);
   std::vector<Value> out;
   out.reserve(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!bound[i] && !params_[i].default_value)
-      throw Error(where() + " missing required argument '" + params_[i].name + "'");
     // Apart: a conditional of an rvalue and a const lvalue copies both.
-    if (bound[i])
-      out.push_back(std::move(*bound[i]));
+    if (Value* given = bound_argument(slots[i], args, kwargs))
+      out.push_back(std::move(*given));
     else
       out.push_back(*params_[i].default_value);
   }

@@ -282,15 +282,10 @@ std::optional<ArgsKwargsPair> normalized(const Signature& sig, const std::vector
   }
   ArgsKwargsPair out;
   for (size_t p = 0; p < sig.params.size(); ++p) {
-    const int64_t s = slots[p];
-    const Argument* value;
-    if (s < 0) {
+    const Argument* value = bound_argument(slots[p], args, kwargs);
+    if (!value) {
       if (!sig.params[p].default_value) return std::nullopt;  // a default fxcpp cannot hold
       value = &*sig.params[p].default_value;
-    } else if (static_cast<size_t>(s) < args.size()) {
-      value = &args[static_cast<size_t>(s)];
-    } else {
-      value = &kwargs[static_cast<size_t>(s) - args.size()].second;
     }
     if (!only_kwargs && p < args.size())
       out.args.push_back(*value);

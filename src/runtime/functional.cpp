@@ -19,26 +19,33 @@ namespace {
 constexpr std::string_view kF = "torch.nn.functional.";
 
 struct Reg {
+  using Body = std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)>;
   Adapters& ad;
-  // Registers F.<name> with Python parameters `params`; `body` gets them bound.
-  void operator()(const std::string& name, std::vector<Param> params,
-                  std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)> body) const {
+  // F.<name>, a Python function: bound by its signature in torch's table
+  // (python_params); `body` gets the arguments bound, defaults filled in.
+  void operator()(const std::string& name, Body body) const {
     const std::string fn = std::string(kF) + name;
+    add(fn, python_params(fn), std::move(body));
+  }
+  // F.<name>, a builtin (torch.avg_pool1d, torch._C._nn.log_sigmoid): Python
+  // has no signature of it to read, so `params` are its ATen schema's.
+  void builtin(const std::string& name, std::vector<Param> params, Body body) const {
+    add(std::string(kF) + name, std::move(params), std::move(body));
+  }
+
+ private:
+  void add(const std::string& fn, std::vector<Param> params, Body body) const {
     ad.function(fn, [fn, params = std::move(params), body = std::move(body)](std::vector<c10::IValue>& args,
                                                                              IValueKwargs& kwargs) {
-      auto a = bind(fn, params, args, kwargs);
+      auto a = runtime::bind(fn, params, args, kwargs);
       return body(fn, a);
     });
   }
 };
 
-// F.<name>(input, <scalars...>, inplace=False) -> aten::<op>(input, scalars) or aten::<op>_.
-void inplace_unary(const Reg& reg, const std::string& name, const std::string& aten,
-                   std::vector<Param> scalars) {
-  std::vector<Param> params{req("input")};
-  params.insert(params.end(), scalars.begin(), scalars.end());
-  params.push_back(opt("inplace", false));
-  reg(name, params, [aten](const std::string& fn, std::vector<c10::IValue>& a) {
+// F.<name>(input, <scalars...>, inplace=False) -> aten::<name>(input, scalars) or aten::<name>_.
+void inplace_unary(const Reg& reg, const std::string& name) {
+  reg(name, [aten = name](const std::string& fn, std::vector<c10::IValue>& a) {
     const bool inplace = to_bool(fn, a.back());
     a.pop_back();
     return call_aten(inplace ? aten + "_" : aten, std::move(a));
@@ -349,36 +356,28 @@ void register_functional(Adapters& ad) {
   Reg reg{ad};
 
   // ---- activations with `inplace` -----------------------------------------
-  inplace_unary(reg, "relu", "relu", {});
-  inplace_unary(reg, "elu", "elu", {opt("alpha", 1.0)});
-  inplace_unary(reg, "leaky_relu", "leaky_relu", {opt("negative_slope", 0.01)});
-  inplace_unary(reg, "hardtanh", "hardtanh", {opt("min_val", -1.0), opt("max_val", 1.0)});
-  inplace_unary(reg, "silu", "silu", {});
-  inplace_unary(reg, "hardswish", "hardswish", {});
-  inplace_unary(reg, "hardsigmoid", "hardsigmoid", {});
-  inplace_unary(reg, "mish", "mish", {});
-  inplace_unary(reg, "selu", "selu", {});
-  inplace_unary(reg, "celu", "celu", {opt("alpha", 1.0)});
-  inplace_unary(reg, "threshold", "threshold", {req("threshold"), req("value")});
-  reg("relu6", {req("input"), opt("inplace", false)}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  for (const char* name : {"relu", "elu", "leaky_relu", "hardtanh", "silu", "hardswish", "hardsigmoid",
+                           "mish", "selu", "celu", "threshold"})
+    inplace_unary(reg, name);
+  reg("relu6", [](const std::string& fn, std::vector<c10::IValue>& a) {
     at::Tensor x = to_tensor(fn, a[0]);
     return c10::IValue(to_bool(fn, a[1]) ? at::hardtanh_(x, 0, 6) : at::hardtanh(x, 0, 6));
   });
-  reg("logsigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg.builtin("logsigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
     return c10::IValue(at::log_sigmoid(to_tensor(fn, a[0])));
   });
-  reg("softsign", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg("softsign", [](const std::string& fn, std::vector<c10::IValue>& a) {
     at::Tensor x = to_tensor(fn, a[0]);
     return c10::IValue(x / (x.abs() + 1));
   });
-  reg("tanhshrink", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg("tanhshrink", [](const std::string& fn, std::vector<c10::IValue>& a) {
     at::Tensor x = to_tensor(fn, a[0]);
     return c10::IValue(x - x.tanh());
   });
-  reg("sigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg("sigmoid", [](const std::string& fn, std::vector<c10::IValue>& a) {
     return c10::IValue(at::sigmoid(to_tensor(fn, a[0])));
   });
-  reg("tanh", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg("tanh", [](const std::string& fn, std::vector<c10::IValue>& a) {
     return c10::IValue(at::tanh(to_tensor(fn, a[0])));
   });
 
@@ -387,107 +386,84 @@ void register_functional(Adapters& ad) {
     const char* name;
     bool feature;
     bool alpha;
-    bool training_default;
   };
   static constexpr Drop kDrops[] = {
-      {"dropout", false, false, true},       {"dropout1d", true, false, true},
-      {"dropout2d", true, false, true},      {"dropout3d", true, false, true},
-      {"alpha_dropout", false, true, false}, {"feature_alpha_dropout", true, true, false},
+      {"dropout", false, false},  {"dropout1d", true, false},     {"dropout2d", true, false},
+      {"dropout3d", true, false}, {"alpha_dropout", false, true}, {"feature_alpha_dropout", true, true},
   };
   for (const Drop& d : kDrops) {
     const Drop* dp = &d;
-    reg(d.name, {req("input"), opt("p", 0.5), opt("training", d.training_default), opt("inplace", false)},
-        [dp](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          const double p = to_double(fn, a[1]);
-          if (p < 0.0 || p > 1.0)
-            throw Error(fn + ": ValueError: dropout probability has to be between 0 and 1, but got " +
-                        std::to_string(p));
-          const bool train = to_bool(fn, a[2]), inplace = to_bool(fn, a[3]);
-          if (dp->alpha)
-            return c10::IValue(
-                dp->feature ? (inplace ? at::feature_alpha_dropout_(x, p, train)
-                                       : at::feature_alpha_dropout(x, p, train))
-                            : (inplace ? at::alpha_dropout_(x, p, train) : at::alpha_dropout(x, p, train)));
-          if (dp->feature)
-            return c10::IValue(inplace ? at::feature_dropout_(x, p, train)
-                                       : at::feature_dropout(x, p, train));
-          return c10::IValue(inplace ? at::dropout_(x, p, train) : at::dropout(x, p, train));
-        });
+    reg(d.name, [dp](const std::string& fn, std::vector<c10::IValue>& a) {
+      at::Tensor x = to_tensor(fn, a[0]);
+      const double p = to_double(fn, a[1]);
+      if (p < 0.0 || p > 1.0)
+        throw Error(fn + ": ValueError: dropout probability has to be between 0 and 1, but got " +
+                    std::to_string(p));
+      const bool train = to_bool(fn, a[2]), inplace = to_bool(fn, a[3]);
+      if (dp->alpha)
+        return c10::IValue(
+            dp->feature
+                ? (inplace ? at::feature_alpha_dropout_(x, p, train) : at::feature_alpha_dropout(x, p, train))
+                : (inplace ? at::alpha_dropout_(x, p, train) : at::alpha_dropout(x, p, train)));
+      if (dp->feature)
+        return c10::IValue(inplace ? at::feature_dropout_(x, p, train) : at::feature_dropout(x, p, train));
+      return c10::IValue(inplace ? at::dropout_(x, p, train) : at::dropout(x, p, train));
+    });
   }
 
   // ---- softmax family: (dim=None, _stacklevel=3, dtype=None) ---------------
   for (const char* name : {"softmax", "log_softmax", "softmin"}) {
     const std::string n = name;
-    reg(n,
-        {req("input"), opt("dim", c10::IValue()), opt("_stacklevel", int64_t{3}),
-         opt("dtype", c10::IValue())},
-        [n](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          const int64_t dim = softmax_dim(fn, a[1], x.dim());
-          auto dtype = opt_dtype(fn, a[3]);
-          if (n == "softmax") return c10::IValue(at::softmax(x, dim, dtype));
-          if (n == "log_softmax") return c10::IValue(at::log_softmax(x, dim, dtype));
-          return c10::IValue(at::softmax(-x, dim, dtype));
-        });
+    reg(n, [n](const std::string& fn, std::vector<c10::IValue>& a) {
+      at::Tensor x = to_tensor(fn, a[0]);
+      const int64_t dim = softmax_dim(fn, a[1], x.dim());
+      auto dtype = opt_dtype(fn, a[3]);
+      if (n == "softmax") return c10::IValue(at::softmax(x, dim, dtype));
+      if (n == "log_softmax") return c10::IValue(at::log_softmax(x, dim, dtype));
+      return c10::IValue(at::softmax(-x, dim, dtype));
+    });
   }
 
   // ---- normalization: Python argument order differs from ATen's -------------
-  reg("batch_norm",
-      {req("input"), req("running_mean"), req("running_var"), opt("weight", c10::IValue()),
-       opt("bias", c10::IValue()), opt("training", false), opt("momentum", 0.1), opt("eps", 1e-5)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        at::Tensor x = to_tensor(fn, a[0]);
-        const bool training = to_bool(fn, a[5]);
-        if (training) {  // F._verify_batch_size
-          int64_t size_prods = x.size(0);
-          for (int64_t i = 2; i < x.dim(); ++i) size_prods *= x.size(i);
-          if (size_prods == 1)
-            throw Error(fn + ": ValueError: Expected more than 1 value per channel when training");
-        }
-        return c10::IValue(at::batch_norm(x, to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]),
-                                          to_opt_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), training,
-                                          to_double(fn, a[6]), to_double(fn, a[7]),
-                                          at::globalContext().userEnabledCuDNN()));
-      });
-  reg("instance_norm",
-      {req("input"), opt("running_mean", c10::IValue()), opt("running_var", c10::IValue()),
-       opt("weight", c10::IValue()), opt("bias", c10::IValue()), opt("use_input_stats", true),
-       opt("momentum", 0.1), opt("eps", 1e-5)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::instance_norm(to_tensor(fn, a[0]), to_opt_tensor(fn, a[3]),
-                                             to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]),
-                                             to_opt_tensor(fn, a[2]), to_bool(fn, a[5]), to_double(fn, a[6]),
-                                             to_double(fn, a[7]), at::globalContext().userEnabledCuDNN()));
-      });
-  reg("layer_norm",
-      {req("input"), req("normalized_shape"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
-       opt("eps", 1e-5)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::layer_norm(to_tensor(fn, a[0]), to_int_list(fn, a[1], 1),
-                                          to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[3]),
-                                          to_double(fn, a[4]), at::globalContext().userEnabledCuDNN()));
-      });
-  reg("group_norm",
-      {req("input"), req("num_groups"), opt("weight", c10::IValue()), opt("bias", c10::IValue()),
-       opt("eps", 1e-5)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::group_norm(to_tensor(fn, a[0]), to_int(fn, a[1]), to_opt_tensor(fn, a[2]),
-                                          to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
-                                          at::globalContext().userEnabledCuDNN()));
-      });
-  reg("normalize",
-      {req("input"), opt("p", 2.0), opt("dim", int64_t{1}), opt("eps", 1e-12), opt("out", c10::IValue())},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        at::Tensor x = to_tensor(fn, a[0]);
-        at::Tensor denom =
-            x.norm(to_scalar(fn, a[1]), {to_int(fn, a[2])}, true).clamp_min(to_double(fn, a[3])).expand_as(x);
-        if (!a[4].isNone()) {
-          at::Tensor out = to_tensor(fn, a[4]);
-          return c10::IValue(at::div_out(out, x, denom));
-        }
-        return c10::IValue(x / denom);
-      });
+  reg("batch_norm", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor x = to_tensor(fn, a[0]);
+    const bool training = to_bool(fn, a[5]);
+    if (training) {  // F._verify_batch_size
+      int64_t size_prods = x.size(0);
+      for (int64_t i = 2; i < x.dim(); ++i) size_prods *= x.size(i);
+      if (size_prods == 1)
+        throw Error(fn + ": ValueError: Expected more than 1 value per channel when training");
+    }
+    return c10::IValue(at::batch_norm(
+        x, to_opt_tensor(fn, a[3]), to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
+        training, to_double(fn, a[6]), to_double(fn, a[7]), at::globalContext().userEnabledCuDNN()));
+  });
+  reg("instance_norm", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::instance_norm(to_tensor(fn, a[0]), to_opt_tensor(fn, a[3]),
+                                         to_opt_tensor(fn, a[4]), to_opt_tensor(fn, a[1]),
+                                         to_opt_tensor(fn, a[2]), to_bool(fn, a[5]), to_double(fn, a[6]),
+                                         to_double(fn, a[7]), at::globalContext().userEnabledCuDNN()));
+  });
+  reg("layer_norm", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::layer_norm(to_tensor(fn, a[0]), to_int_list(fn, a[1], 1), to_opt_tensor(fn, a[2]),
+                                      to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
+                                      at::globalContext().userEnabledCuDNN()));
+  });
+  reg("group_norm", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::group_norm(to_tensor(fn, a[0]), to_int(fn, a[1]), to_opt_tensor(fn, a[2]),
+                                      to_opt_tensor(fn, a[3]), to_double(fn, a[4]),
+                                      at::globalContext().userEnabledCuDNN()));
+  });
+  reg("normalize", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor x = to_tensor(fn, a[0]);
+    at::Tensor denom =
+        x.norm(to_scalar(fn, a[1]), {to_int(fn, a[2])}, true).clamp_min(to_double(fn, a[3])).expand_as(x);
+    if (!a[4].isNone()) {
+      at::Tensor out = to_tensor(fn, a[4]);
+      return c10::IValue(at::div_out(out, x, denom));
+    }
+    return c10::IValue(x / denom);
+  });
 
   // ---- pooling: stride=None means kernel_size; return_indices ---------------
   // F.max_poolNd is a boolean dispatch on return_indices; torch.fx records
@@ -497,8 +473,6 @@ void register_functional(Adapters& ad) {
     for (const bool with_indices : {false, true}) {
       const size_t n = static_cast<size_t>(nd);
       reg("max_pool" + std::to_string(nd) + "d" + (with_indices ? "_with_indices" : ""),
-          {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
-           opt("dilation", int64_t{1}), opt("ceil_mode", false), opt("return_indices", false)},
           [n, with_indices](const std::string& fn, std::vector<c10::IValue>& a) {
             at::Tensor x = to_tensor(fn, a[0]);
             auto k = to_int_list(fn, a[1], n);
@@ -515,18 +489,19 @@ void register_functional(Adapters& ad) {
                        : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
           });
     }
-  reg("avg_pool1d",
-      {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
-       opt("ceil_mode", false), opt("count_include_pad", true)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        auto k = to_int_list(fn, a[1], 1);
-        return c10::IValue(at::avg_pool1d(to_tensor(fn, a[0]), k,
-                                          a[2].isNone() ? k : to_int_list(fn, a[2], 1),
-                                          to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
-      });
+  reg.builtin("avg_pool1d",
+              {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
+               opt("ceil_mode", false), opt("count_include_pad", true)},
+              [](const std::string& fn, std::vector<c10::IValue>& a) {
+                auto k = to_int_list(fn, a[1], 1);
+                return c10::IValue(
+                    at::avg_pool1d(to_tensor(fn, a[0]), k, a[2].isNone() ? k : to_int_list(fn, a[2], 1),
+                                   to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
+              });
   for (int nd = 2; nd <= 3; ++nd) {
     const size_t n = static_cast<size_t>(nd);
-    reg("avg_pool" + std::to_string(nd) + "d",
+    reg.builtin(
+        "avg_pool" + std::to_string(nd) + "d",
         {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
          opt("ceil_mode", false), opt("count_include_pad", true), opt("divisor_override", c10::IValue())},
         [n](const std::string& fn, std::vector<c10::IValue>& a) {
@@ -543,17 +518,21 @@ void register_functional(Adapters& ad) {
   }
   for (int nd = 1; nd <= 3; ++nd) {
     const size_t n = static_cast<size_t>(nd);
-    reg("adaptive_avg_pool" + std::to_string(nd) + "d", {req("input"), req("output_size")},
-        [n](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          auto o = adaptive_size(fn, x, a[1], n);
-          if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, o));
-          if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
-          return c10::IValue(at::adaptive_avg_pool3d(x, o));
-        });
+    // adaptive_avg_pool1d is a builtin (torch.adaptive_avg_pool1d); 2d and 3d are Python functions.
+    const std::string name = "adaptive_avg_pool" + std::to_string(nd) + "d";
+    Reg::Body adaptive_avg = [n](const std::string& fn, std::vector<c10::IValue>& a) {
+      at::Tensor x = to_tensor(fn, a[0]);
+      auto o = adaptive_size(fn, x, a[1], n);
+      if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, o));
+      if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
+      return c10::IValue(at::adaptive_avg_pool3d(x, o));
+    };
+    if (nd == 1)
+      reg.builtin(name, {req("input"), req("output_size")}, std::move(adaptive_avg));
+    else
+      reg(name, std::move(adaptive_avg));
     for (const bool with_indices : {false, true})
       reg("adaptive_max_pool" + std::to_string(nd) + "d" + (with_indices ? "_with_indices" : ""),
-          {req("input"), req("output_size"), opt("return_indices", false)},
           [n, with_indices](const std::string& fn, std::vector<c10::IValue>& a) {
             at::Tensor x = to_tensor(fn, a[0]);
             auto o = adaptive_size(fn, x, a[1], n);
@@ -565,280 +544,228 @@ void register_functional(Adapters& ad) {
   }
 
   // ---- unfold / fold: im2col / col2im with every size a pair -------------------
-  reg("unfold",
-      {req("input"), req("kernel_size"), opt("dilation", int64_t{1}), opt("padding", int64_t{0}),
-       opt("stride", int64_t{1})},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::im2col(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
-                                      to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2)));
-      });
-  reg("fold",
-      {req("input"), req("output_size"), req("kernel_size"), opt("dilation", int64_t{1}),
-       opt("padding", int64_t{0}), opt("stride", int64_t{1})},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::col2im(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
-                                      to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2),
-                                      to_int_list(fn, a[5], 2)));
-      });
+  reg("unfold", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::im2col(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
+                                  to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2)));
+  });
+  reg("fold", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::col2im(to_tensor(fn, a[0]), to_int_list(fn, a[1], 2), to_int_list(fn, a[2], 2),
+                                  to_int_list(fn, a[3], 2), to_int_list(fn, a[4], 2),
+                                  to_int_list(fn, a[5], 2)));
+  });
 
   // ---- grid_sample: mode and padding_mode by name; align_corners=None is False
-  reg("grid_sample",
-      {req("input"), req("grid"), opt("mode", "bilinear"), opt("padding_mode", "zeros"),
-       opt("align_corners", c10::IValue())},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        // The position of the name in ATen's enum, or Python's ValueError.
-        auto enum_of = [&](const c10::IValue& v, const char* what, std::vector<std::string> names,
-                           const char* listed) {
-          const std::string name = to_str(fn, v);
-          for (size_t i = 0; i < names.size(); ++i)
-            if (names[i] == name) return static_cast<int64_t>(i);
-          throw Error(fn + ": ValueError: nn.functional.grid_sample(): expected " + what + " to be " +
-                      listed + ", but got: '" + name + "'");
-        };
-        const int64_t mode_enum =
-            enum_of(a[2], "mode", {"bilinear", "nearest", "bicubic"}, "'bilinear', 'nearest' or 'bicubic'");
-        const int64_t padding_enum = enum_of(a[3], "padding_mode", {"zeros", "border", "reflection"},
-                                             "'zeros', 'border', or 'reflection'");
-        const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
-        return c10::IValue(
-            at::grid_sampler(to_tensor(fn, a[0]), to_tensor(fn, a[1]), mode_enum, padding_enum, align));
-      });
+  reg("grid_sample", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    // The position of the name in ATen's enum, or Python's ValueError.
+    auto enum_of = [&](const c10::IValue& v, const char* what, std::vector<std::string> names,
+                       const char* listed) {
+      const std::string name = to_str(fn, v);
+      for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return static_cast<int64_t>(i);
+      throw Error(fn + ": ValueError: nn.functional.grid_sample(): expected " + what + " to be " + listed +
+                  ", but got: '" + name + "'");
+    };
+    const int64_t mode_enum =
+        enum_of(a[2], "mode", {"bilinear", "nearest", "bicubic"}, "'bilinear', 'nearest' or 'bicubic'");
+    const int64_t padding_enum = enum_of(a[3], "padding_mode", {"zeros", "border", "reflection"},
+                                         "'zeros', 'border', or 'reflection'");
+    const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
+    return c10::IValue(
+        at::grid_sampler(to_tensor(fn, a[0]), to_tensor(fn, a[1]), mode_enum, padding_enum, align));
+  });
 
   // ---- interpolate: size / scale_factor -> the upsample_* kernel ------------
   for (const char* name : {"interpolate", "upsample"}) {
-    reg(name,
-        {req("input"), opt("size", c10::IValue()), opt("scale_factor", c10::IValue()), opt("mode", "nearest"),
-         opt("align_corners", c10::IValue()), opt("recompute_scale_factor", c10::IValue()),
-         opt("antialias", false)},
-        [](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          const int64_t dim = x.dim() - 2;
-          if (dim < 1 || dim > 3)
-            throw Error(fn + ": expected a 3-D, 4-D or 5-D input, got " + std::to_string(x.dim()) + "-D");
-          const size_t n = static_cast<size_t>(dim);
-          const std::string mode = to_str(fn, a[3]);
-          if (!a[1].isNone() && !a[2].isNone())
-            throw Error(fn + ": ValueError: only one of size or scale_factor should be defined");
-          std::optional<std::vector<int64_t>> size;
-          std::optional<std::vector<double>> scales;
-          if (!a[1].isNone()) {
-            size = to_int_list(fn, a[1], n);
-            if (size->size() != n) throw Error(fn + ": ValueError: size shape must match input shape");
-          } else if (!a[2].isNone()) {
-            if (is_sequence(a[2])) {
-              scales.emplace();
-              for (const auto& e : sequence_items(a[2])) scales->push_back(to_double(fn, e));
-              if (scales->size() != n)
-                throw Error(fn + ": ValueError: scale_factor shape must match input shape");
-            } else {
-              scales = std::vector<double>(n, to_double(fn, a[2]));
-            }
-          } else {
-            throw Error(fn + ": ValueError: either size or scale_factor should be defined");
-          }
-          const bool linear =
-              mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
-          if (!linear && !a[4].isNone())
-            throw Error(fn +
-                        ": ValueError: align_corners option can only be set with the interpolating modes: "
-                        "linear | bilinear | bicubic | trilinear");
-          const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
-          const bool recompute = !a[5].isNone() && to_bool(fn, a[5]);
-          if ((recompute || mode == "area") && scales) {
-            size.emplace();
-            for (size_t i = 0; i < n; ++i)
-              size->push_back(static_cast<int64_t>(
-                  std::floor(static_cast<double>(x.size(static_cast<int64_t>(i) + 2)) * (*scales)[i])));
-            if (recompute) scales.reset();
-          }
-          at::OptionalIntArrayRef os = size ? at::OptionalIntArrayRef(*size) : at::OptionalIntArrayRef();
-          c10::optional<at::ArrayRef<double>> sf =
-              scales ? c10::optional<at::ArrayRef<double>>(*scales) : c10::nullopt;
-          if (mode == "nearest") {
-            if (n == 1) return c10::IValue(at::upsample_nearest1d(x, os, sf));
-            if (n == 2) return c10::IValue(at::upsample_nearest2d(x, os, sf));
-            return c10::IValue(at::upsample_nearest3d(x, os, sf));
-          }
-          if (mode == "nearest-exact") {
-            if (n == 1) return c10::IValue(at::_upsample_nearest_exact1d(x, os, sf));
-            if (n == 2) return c10::IValue(at::_upsample_nearest_exact2d(x, os, sf));
-            return c10::IValue(at::_upsample_nearest_exact3d(x, os, sf));
-          }
-          if (mode == "area") {
-            if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, *size));
-            if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, *size));
-            return c10::IValue(at::adaptive_avg_pool3d(x, *size));
-          }
-          const bool aa = to_bool(fn, a[6]);
-          if (mode == "linear" && n == 1) return c10::IValue(at::upsample_linear1d(x, os, align, sf));
-          if (mode == "bilinear" && n == 2)
-            return c10::IValue(aa ? at::_upsample_bilinear2d_aa(x, os, align, sf)
-                                  : at::upsample_bilinear2d(x, os, align, sf));
-          if (mode == "bicubic" && n == 2)
-            return c10::IValue(aa ? at::_upsample_bicubic2d_aa(x, os, align, sf)
-                                  : at::upsample_bicubic2d(x, os, align, sf));
-          if (mode == "trilinear" && n == 3) return c10::IValue(at::upsample_trilinear3d(x, os, align, sf));
-          throw Error(fn + ": NotImplementedError: input of " + std::to_string(x.dim()) + "-D with mode '" +
-                      mode + "' is not supported");
-        });
+    reg(name, [](const std::string& fn, std::vector<c10::IValue>& a) {
+      // F.upsample(input, size, scale_factor, mode, align_corners) is
+      // interpolate with the rest of its parameters left to their defaults.
+      if (a.size() == 5) a.insert(a.end(), {c10::IValue(), false});
+      at::Tensor x = to_tensor(fn, a[0]);
+      const int64_t dim = x.dim() - 2;
+      if (dim < 1 || dim > 3)
+        throw Error(fn + ": expected a 3-D, 4-D or 5-D input, got " + std::to_string(x.dim()) + "-D");
+      const size_t n = static_cast<size_t>(dim);
+      const std::string mode = to_str(fn, a[3]);
+      if (!a[1].isNone() && !a[2].isNone())
+        throw Error(fn + ": ValueError: only one of size or scale_factor should be defined");
+      std::optional<std::vector<int64_t>> size;
+      std::optional<std::vector<double>> scales;
+      if (!a[1].isNone()) {
+        size = to_int_list(fn, a[1], n);
+        if (size->size() != n) throw Error(fn + ": ValueError: size shape must match input shape");
+      } else if (!a[2].isNone()) {
+        if (is_sequence(a[2])) {
+          scales.emplace();
+          for (const auto& e : sequence_items(a[2])) scales->push_back(to_double(fn, e));
+          if (scales->size() != n)
+            throw Error(fn + ": ValueError: scale_factor shape must match input shape");
+        } else {
+          scales = std::vector<double>(n, to_double(fn, a[2]));
+        }
+      } else {
+        throw Error(fn + ": ValueError: either size or scale_factor should be defined");
+      }
+      const bool linear = mode == "linear" || mode == "bilinear" || mode == "bicubic" || mode == "trilinear";
+      if (!linear && !a[4].isNone())
+        throw Error(fn +
+                    ": ValueError: align_corners option can only be set with the interpolating modes: "
+                    "linear | bilinear | bicubic | trilinear");
+      const bool align = a[4].isNone() ? false : to_bool(fn, a[4]);
+      const bool recompute = !a[5].isNone() && to_bool(fn, a[5]);
+      if ((recompute || mode == "area") && scales) {
+        size.emplace();
+        for (size_t i = 0; i < n; ++i)
+          size->push_back(static_cast<int64_t>(
+              std::floor(static_cast<double>(x.size(static_cast<int64_t>(i) + 2)) * (*scales)[i])));
+        if (recompute) scales.reset();
+      }
+      at::OptionalIntArrayRef os = size ? at::OptionalIntArrayRef(*size) : at::OptionalIntArrayRef();
+      c10::optional<at::ArrayRef<double>> sf =
+          scales ? c10::optional<at::ArrayRef<double>>(*scales) : c10::nullopt;
+      if (mode == "nearest") {
+        if (n == 1) return c10::IValue(at::upsample_nearest1d(x, os, sf));
+        if (n == 2) return c10::IValue(at::upsample_nearest2d(x, os, sf));
+        return c10::IValue(at::upsample_nearest3d(x, os, sf));
+      }
+      if (mode == "nearest-exact") {
+        if (n == 1) return c10::IValue(at::_upsample_nearest_exact1d(x, os, sf));
+        if (n == 2) return c10::IValue(at::_upsample_nearest_exact2d(x, os, sf));
+        return c10::IValue(at::_upsample_nearest_exact3d(x, os, sf));
+      }
+      if (mode == "area") {
+        if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, *size));
+        if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, *size));
+        return c10::IValue(at::adaptive_avg_pool3d(x, *size));
+      }
+      const bool aa = to_bool(fn, a[6]);
+      if (mode == "linear" && n == 1) return c10::IValue(at::upsample_linear1d(x, os, align, sf));
+      if (mode == "bilinear" && n == 2)
+        return c10::IValue(aa ? at::_upsample_bilinear2d_aa(x, os, align, sf)
+                              : at::upsample_bilinear2d(x, os, align, sf));
+      if (mode == "bicubic" && n == 2)
+        return c10::IValue(aa ? at::_upsample_bicubic2d_aa(x, os, align, sf)
+                              : at::upsample_bicubic2d(x, os, align, sf));
+      if (mode == "trilinear" && n == 3) return c10::IValue(at::upsample_trilinear3d(x, os, align, sf));
+      throw Error(fn + ": NotImplementedError: input of " + std::to_string(x.dim()) + "-D with mode '" +
+                  mode + "' is not supported");
+    });
   }
 
   // ---- embedding: F's (input, weight) vs aten's (weight, indices) -----------
-  reg("embedding",
-      {req("input"), req("weight"), opt("padding_idx", c10::IValue()), opt("max_norm", c10::IValue()),
-       opt("norm_type", 2.0), opt("scale_grad_by_freq", false), opt("sparse", false)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
-        int64_t padding_idx = -1;
-        if (!a[2].isNone()) {
-          padding_idx = to_int(fn, a[2]);
-          if (padding_idx >= weight.size(0) || padding_idx < -weight.size(0))
-            throw Error(fn + ": padding_idx must be within num_embeddings");
-          if (padding_idx < 0) padding_idx += weight.size(0);
-        }
-        if (!a[3].isNone()) {
-          at::NoGradGuard no_grad;
-          at::embedding_renorm_(weight, input.contiguous(), to_double(fn, a[3]), to_double(fn, a[4]));
-        }
-        return c10::IValue(at::embedding(weight, input, padding_idx, to_bool(fn, a[5]), to_bool(fn, a[6])));
-      });
+  reg("embedding", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
+    int64_t padding_idx = -1;
+    if (!a[2].isNone()) {
+      padding_idx = to_int(fn, a[2]);
+      if (padding_idx >= weight.size(0) || padding_idx < -weight.size(0))
+        throw Error(fn + ": padding_idx must be within num_embeddings");
+      if (padding_idx < 0) padding_idx += weight.size(0);
+    }
+    if (!a[3].isNone()) {
+      at::NoGradGuard no_grad;
+      at::embedding_renorm_(weight, input.contiguous(), to_double(fn, a[3]), to_double(fn, a[4]));
+    }
+    return c10::IValue(at::embedding(weight, input, padding_idx, to_bool(fn, a[5]), to_bool(fn, a[6])));
+  });
 
   // ---- losses: legacy size_average/reduce, reduction string -> enum ---------
-  reg("cross_entropy",
-      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
-       opt("ignore_index", int64_t{-100}), opt("reduce", c10::IValue()), opt("reduction", "mean"),
-       opt("label_smoothing", 0.0)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::cross_entropy_loss(
-            to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
-            reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4]), to_double(fn, a[7])));
-      });
-  reg("nll_loss",
-      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
-       opt("ignore_index", int64_t{-100}), opt("reduce", c10::IValue()), opt("reduction", "mean")},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::nll_loss_nd(to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
-                                           reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4])));
-      });
+  reg("cross_entropy", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::cross_entropy_loss(to_tensor(fn, a[0]), to_tensor(fn, a[1]),
+                                              to_opt_tensor(fn, a[2]), reduction_enum(fn, a[3], a[5], a[6]),
+                                              to_int(fn, a[4]), to_double(fn, a[7])));
+  });
+  reg("nll_loss", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::nll_loss_nd(to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]),
+                                       reduction_enum(fn, a[3], a[5], a[6]), to_int(fn, a[4])));
+  });
   for (const char* name : {"mse_loss", "l1_loss"}) {
     const bool mse = std::string(name) == "mse_loss";
-    reg(name,
-        {req("input"), req("target"), opt("size_average", c10::IValue()), opt("reduce", c10::IValue()),
-         opt("reduction", "mean")},
-        [mse](const std::string& fn, std::vector<c10::IValue>& a) {
-          auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
-          const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
-          return c10::IValue(mse ? at::mse_loss(b[0], b[1], r) : at::l1_loss(b[0], b[1], r));
-        });
+    reg(name, [mse](const std::string& fn, std::vector<c10::IValue>& a) {
+      const at::Tensor input = to_tensor(fn, a[0]);
+      auto b = at::broadcast_tensors({input, to_tensor(fn, a[1])});
+      const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
+      if (a[5].isNone()) return c10::IValue(mse ? at::mse_loss(b[0], b[1], r) : at::l1_loss(b[0], b[1], r));
+      // torch 2.x's `weight`: Python weighs each error itself, and its mean
+      // divides by the weights' sum.
+      const at::Tensor weight = to_tensor(fn, a[5]);
+      if (weight.sizes() != input.sizes())
+        throw Error(fn + ": ValueError: Weights and input must have the same size.");
+      const at::Tensor errors = (mse ? at::pow(b[0] - b[1], 2) : at::abs(b[0] - b[1])) * weight;
+      if (r == at::Reduction::None) return c10::IValue(errors);
+      if (r == at::Reduction::Sum) return c10::IValue(at::sum(errors));
+      return c10::IValue(at::sum(errors) / at::sum(weight));
+    });
   }
-  reg("smooth_l1_loss",
-      {req("input"), req("target"), opt("size_average", c10::IValue()), opt("reduce", c10::IValue()),
-       opt("reduction", "mean"), opt("beta", 1.0)},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
-        const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
-        const double beta = to_double(fn, a[5]);
-        return c10::IValue(beta == 0.0 ? at::l1_loss(b[0], b[1], r)
-                                       : at::smooth_l1_loss(b[0], b[1], r, beta));
-      });
-  reg("binary_cross_entropy_with_logits",
-      {req("input"), req("target"), opt("weight", c10::IValue()), opt("size_average", c10::IValue()),
-       opt("reduce", c10::IValue()), opt("reduction", "mean"), opt("pos_weight", c10::IValue())},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        return c10::IValue(at::binary_cross_entropy_with_logits(
-            to_tensor(fn, a[0]), to_tensor(fn, a[1]), to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
-            reduction_enum(fn, a[3], a[4], a[5])));
-      });
+  reg("smooth_l1_loss", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    auto b = at::broadcast_tensors({to_tensor(fn, a[0]), to_tensor(fn, a[1])});
+    const int64_t r = reduction_enum(fn, a[2], a[3], a[4]);
+    const double beta = to_double(fn, a[5]);
+    return c10::IValue(beta == 0.0 ? at::l1_loss(b[0], b[1], r) : at::smooth_l1_loss(b[0], b[1], r, beta));
+  });
+  reg("binary_cross_entropy_with_logits", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    return c10::IValue(at::binary_cross_entropy_with_logits(to_tensor(fn, a[0]), to_tensor(fn, a[1]),
+                                                            to_opt_tensor(fn, a[2]), to_opt_tensor(fn, a[6]),
+                                                            reduction_enum(fn, a[3], a[4], a[5])));
+  });
 
   // ---- multi-head attention: a Python function in torch (1.13 and 2.14) -----
-  reg("multi_head_attention_forward",
-      {req("query"),
-       req("key"),
-       req("value"),
-       req("embed_dim_to_check"),
-       req("num_heads"),
-       req("in_proj_weight"),
-       req("in_proj_bias"),
-       req("bias_k"),
-       req("bias_v"),
-       req("add_zero_attn"),
-       req("dropout_p"),
-       req("out_proj_weight"),
-       req("out_proj_bias"),
-       opt("training", true),
-       opt("key_padding_mask", c10::IValue()),
-       opt("need_weights", true),
-       opt("attn_mask", c10::IValue()),
-       opt("use_separate_proj_weight", false),
-       opt("q_proj_weight", c10::IValue()),
-       opt("k_proj_weight", c10::IValue()),
-       opt("v_proj_weight", c10::IValue()),
-       opt("static_k", c10::IValue()),
-       opt("static_v", c10::IValue()),
-       opt("average_attn_weights", true),
-       opt("is_causal", false)},
-      multi_head_attention);
+  reg("multi_head_attention_forward", multi_head_attention);
 
   // ---- embedding_bag: Python (input, weight, offsets, ..., mode: str) vs ATen
   // (weight, indices, offsets, ..., mode: int), 2-D input as fixed-size bags,
   // and the first of ATen's four results.
-  reg("embedding_bag",
-      {req("input"), req("weight"), opt("offsets", c10::IValue()), opt("max_norm", c10::IValue()),
-       opt("norm_type", 2.0), opt("scale_grad_by_freq", false), opt("mode", "mean"), opt("sparse", false),
-       opt("per_sample_weights", c10::IValue()), opt("include_last_offset", false),
-       opt("padding_idx", c10::IValue())},
-      [](const std::string& fn, std::vector<c10::IValue>& a) {
-        at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
-        auto offsets = to_opt_tensor(fn, a[2]);
-        auto per_sample_weights = to_opt_tensor(fn, a[8]);
-        const std::string mode = to_str(fn, a[6]);
-        if (per_sample_weights && input.sizes() != per_sample_weights->sizes())
-          throw Error(fn + ": ValueError: embedding_bag: If per_sample_weights (" +
-                      c10::str(per_sample_weights->sizes()) +
-                      ") is not None, then it must have the same shape as the input (" +
-                      c10::str(input.sizes()) + ")");
-        if (input.dim() == 2) {
-          if (offsets) throw Error(fn + ": ValueError: if input is 2D, then offsets has to be None");
-          offsets = at::arange(0, input.numel(), input.size(1), input.options().dtype(input.scalar_type()));
-          input = input.reshape(-1);
-          if (per_sample_weights) per_sample_weights = per_sample_weights->reshape(-1);
-        } else if (input.dim() == 1) {
-          if (!offsets) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor but got None");
-          if (offsets->dim() != 1) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor");
-        } else {
-          throw Error(fn + ": ValueError: input has to be 1D or 2D Tensor, but got Tensor of dimension " +
-                      std::to_string(input.dim()));
-        }
-        int64_t mode_enum;
-        if (mode == "sum")
-          mode_enum = 0;
-        else if (mode == "mean")
-          mode_enum = 1;
-        else if (mode == "max")
-          mode_enum = 2;
-        else
-          throw Error(fn + ": ValueError: mode has to be one of sum, mean or max");
-        if (per_sample_weights && mode != "sum")
-          throw Error(
-              fn +
-              ": NotImplementedError: embedding_bag: per_sample_weights was not None. per_sample_weights is "
-              "only supported for mode='sum' (got mode='" +
-              mode + "'). Please open a feature request on GitHub.");
-        c10::optional<int64_t> padding_idx;  // ATen's -1 would be a real (last) row
-        if (!a[10].isNone()) {
-          padding_idx = to_int(fn, a[10]);
-          if (*padding_idx >= weight.size(0) || *padding_idx < -weight.size(0))
-            throw Error(fn + ": padding_idx must be within the number of embeddings");
-          if (*padding_idx < 0) *padding_idx += weight.size(0);
-        }
-        if (!a[3].isNone()) {
-          at::NoGradGuard no_grad;
-          at::embedding_renorm_(weight, input, to_double(fn, a[3]), to_double(fn, a[4]));
-        }
-        auto r = at::embedding_bag(weight, input, *offsets, to_bool(fn, a[5]), mode_enum, to_bool(fn, a[7]),
-                                   per_sample_weights, to_bool(fn, a[9]), padding_idx);
-        return c10::IValue(std::get<0>(r));
-      });
+  reg("embedding_bag", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    at::Tensor input = to_tensor(fn, a[0]), weight = to_tensor(fn, a[1]);
+    auto offsets = to_opt_tensor(fn, a[2]);
+    auto per_sample_weights = to_opt_tensor(fn, a[8]);
+    const std::string mode = to_str(fn, a[6]);
+    if (per_sample_weights && input.sizes() != per_sample_weights->sizes())
+      throw Error(fn + ": ValueError: embedding_bag: If per_sample_weights (" +
+                  c10::str(per_sample_weights->sizes()) +
+                  ") is not None, then it must have the same shape as the input (" + c10::str(input.sizes()) +
+                  ")");
+    if (input.dim() == 2) {
+      if (offsets) throw Error(fn + ": ValueError: if input is 2D, then offsets has to be None");
+      offsets = at::arange(0, input.numel(), input.size(1), input.options().dtype(input.scalar_type()));
+      input = input.reshape(-1);
+      if (per_sample_weights) per_sample_weights = per_sample_weights->reshape(-1);
+    } else if (input.dim() == 1) {
+      if (!offsets) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor but got None");
+      if (offsets->dim() != 1) throw Error(fn + ": ValueError: offsets has to be a 1D Tensor");
+    } else {
+      throw Error(fn + ": ValueError: input has to be 1D or 2D Tensor, but got Tensor of dimension " +
+                  std::to_string(input.dim()));
+    }
+    int64_t mode_enum;
+    if (mode == "sum")
+      mode_enum = 0;
+    else if (mode == "mean")
+      mode_enum = 1;
+    else if (mode == "max")
+      mode_enum = 2;
+    else
+      throw Error(fn + ": ValueError: mode has to be one of sum, mean or max");
+    if (per_sample_weights && mode != "sum")
+      throw Error(
+          fn +
+          ": NotImplementedError: embedding_bag: per_sample_weights was not None. per_sample_weights is "
+          "only supported for mode='sum' (got mode='" +
+          mode + "'). Please open a feature request on GitHub.");
+    c10::optional<int64_t> padding_idx;  // ATen's -1 would be a real (last) row
+    if (!a[10].isNone()) {
+      padding_idx = to_int(fn, a[10]);
+      if (*padding_idx >= weight.size(0) || *padding_idx < -weight.size(0))
+        throw Error(fn + ": padding_idx must be within the number of embeddings");
+      if (*padding_idx < 0) *padding_idx += weight.size(0);
+    }
+    if (!a[3].isNone()) {
+      at::NoGradGuard no_grad;
+      at::embedding_renorm_(weight, input, to_double(fn, a[3]), to_double(fn, a[4]));
+    }
+    auto r = at::embedding_bag(weight, input, *offsets, to_bool(fn, a[5]), mode_enum, to_bool(fn, a[7]),
+                               per_sample_weights, to_bool(fn, a[9]), padding_idx);
+    return c10::IValue(std::get<0>(r));
+  });
 }
 
 }  // namespace fx::runtime

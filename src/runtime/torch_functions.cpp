@@ -75,15 +75,16 @@ c10::IValue norm(const std::string& fn, const std::vector<c10::IValue>& a) {
 void register_torch_functions(Adapters& ad) {
   // torch.functional.split(tensor, split_size_or_sections, dim=0) -> tensor.split(...)
   for (const char* name : {"torch.split", "torch.functional.split"}) {
-    ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      auto a = bind("torch.split", {req("tensor"), req("split_size_or_sections"), opt("dim", int64_t{0})},
-                    args, kwargs);
-      at::Tensor t = to_tensor("torch.split", a[0]);
-      int64_t dim = to_int("torch.split", a[2]);
-      auto parts = a[1].isInt() ? t.split(a[1].toInt(), dim)
-                                : t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
-      return c10::ivalue::Tuple::create(std::vector<c10::IValue>(parts.begin(), parts.end()));
-    });
+    ad.function(
+        name,
+        [params = python_params(name)](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
+          auto a = runtime::bind("torch.split", params, args, kwargs);
+          at::Tensor t = to_tensor("torch.split", a[0]);
+          int64_t dim = to_int("torch.split", a[2]);
+          auto parts = a[1].isInt() ? t.split(a[1].toInt(), dim)
+                                    : t.split_with_sizes(to_int_list("torch.split", a[1]), dim);
+          return c10::ivalue::Tuple::create(std::vector<c10::IValue>(parts.begin(), parts.end()));
+        });
   }
   for (const char* name : {"torch.einsum", "torch.functional.einsum"}) {
     ad.function(name, [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
@@ -112,12 +113,9 @@ void register_torch_functions(Adapters& ad) {
     });
   }
   for (const char* name : {"torch.norm", "torch.functional.norm"}) {
-    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      return norm(name, bind(name,
-                             {req("input"), opt("p", std::string("fro")), opt("dim", c10::IValue()),
-                              opt("keepdim", false), opt("out", c10::IValue()), opt("dtype", c10::IValue())},
-                             args, kwargs));
-    });
+    ad.function(name,
+                [name, params = python_params(name)](std::vector<c10::IValue>& args, IValueKwargs& kwargs)
+                    -> c10::IValue { return norm(name, runtime::bind(name, params, args, kwargs)); });
   }
   // Tensor.norm(p='fro', dim=None, keepdim=False, dtype=None): torch.norm.
   ad.method("norm", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
@@ -143,11 +141,9 @@ void register_torch_functions(Adapters& ad) {
   };
   for (const char* name : {"torch.unique", "torch.functional.unique"}) {
     ad.function(name,
-                [name, unique_result](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-                  auto a = bind(name,
-                                {req("input"), opt("sorted", true), opt("return_inverse", false),
-                                 opt("return_counts", false), opt("dim", c10::IValue())},
-                                args, kwargs);
+                [name, unique_result, params = python_params(name)](std::vector<c10::IValue>& args,
+                                                                    IValueKwargs& kwargs) -> c10::IValue {
+                  auto a = runtime::bind(name, params, args, kwargs);
                   const at::Tensor input = to_tensor(name, a[0]);
                   const bool sorted = to_bool(name, a[1]), inverse = to_bool(name, a[2]),
                              counts = to_bool(name, a[3]);
@@ -158,76 +154,75 @@ void register_torch_functions(Adapters& ad) {
                 });
   }
   for (const char* name : {"torch.unique_consecutive", "torch.functional.unique_consecutive"}) {
-    ad.function(
-        name, [name, unique_result](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-          auto a = bind(name,
-                        {req("input"), opt("return_inverse", false), opt("return_counts", false),
-                         opt("dim", c10::IValue())},
-                        args, kwargs);
-          const bool inverse = to_bool(name, a[1]), counts = to_bool(name, a[2]);
-          const auto dim = a[3].isNone() ? std::optional<int64_t>() : std::optional(to_int(name, a[3]));
-          return unique_result(at::unique_consecutive(to_tensor(name, a[0]), inverse, counts, dim), inverse,
-                               counts);
-        });
+    ad.function(name,
+                [name, unique_result, params = python_params(name)](std::vector<c10::IValue>& args,
+                                                                    IValueKwargs& kwargs) -> c10::IValue {
+                  auto a = runtime::bind(name, params, args, kwargs);
+                  const bool inverse = to_bool(name, a[1]), counts = to_bool(name, a[2]);
+                  const auto dim =
+                      a[3].isNone() ? std::optional<int64_t>() : std::optional(to_int(name, a[3]));
+                  return unique_result(at::unique_consecutive(to_tensor(name, a[0]), inverse, counts, dim),
+                                       inverse, counts);
+                });
   }
   // torch.stft: torch/functional.py pads a centered signal, then calls
   // ATen's stft; ATen's stft.center overload does both, in the same way.
   for (const char* name : {"torch.stft", "torch.functional.stft"}) {
-    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      auto a = bind(
-          name,
-          {req("input"), req("n_fft"), opt("hop_length", c10::IValue()), opt("win_length", c10::IValue()),
-           opt("window", c10::IValue()), opt("center", true), opt("pad_mode", std::string("reflect")),
-           opt("normalized", false), opt("onesided", c10::IValue()), opt("return_complex", c10::IValue()),
-           opt("align_to_window", c10::IValue())},
-          args, kwargs);
-      auto optional_int = [&](const c10::IValue& v) {
-        return v.isNone() ? std::optional<int64_t>() : std::optional(to_int(name, v));
-      };
-      auto optional_bool = [&](const c10::IValue& v) {
-        return v.isNone() ? std::optional<bool>() : std::optional(to_bool(name, v));
-      };
-      const bool center = to_bool(name, a[5]);
-      if (center && !a[10].isNone())
-        throw Error(std::string(name) + ": stft align_to_window should only be set when center = false");
-      const std::optional<at::Tensor> window =
-          a[4].isNone() ? std::optional<at::Tensor>() : std::optional(to_tensor(name, a[4]));
-      return at::stft(to_tensor(name, a[0]), to_int(name, a[1]), optional_int(a[2]), optional_int(a[3]),
-                      window, center, to_str(name, a[6]), to_bool(name, a[7]), optional_bool(a[8]),
-                      optional_bool(a[9]), optional_bool(a[10]));
-    });
+    ad.function(
+        name,
+        [name, params = python_params(name)](std::vector<c10::IValue>& args,
+                                             IValueKwargs& kwargs) -> c10::IValue {
+          auto a = runtime::bind(name, params, args, kwargs);
+          auto optional_int = [&](const c10::IValue& v) {
+            return v.isNone() ? std::optional<int64_t>() : std::optional(to_int(name, v));
+          };
+          auto optional_bool = [&](const c10::IValue& v) {
+            return v.isNone() ? std::optional<bool>() : std::optional(to_bool(name, v));
+          };
+          const bool center = to_bool(name, a[5]);
+          if (center && !a[10].isNone())
+            throw Error(std::string(name) + ": stft align_to_window should only be set when center = false");
+          const std::optional<at::Tensor> window =
+              a[4].isNone() ? std::optional<at::Tensor>() : std::optional(to_tensor(name, a[4]));
+          return at::stft(to_tensor(name, a[0]), to_int(name, a[1]), optional_int(a[2]), optional_int(a[3]),
+                          window, center, to_str(name, a[6]), to_bool(name, a[7]), optional_bool(a[8]),
+                          optional_bool(a[9]), optional_bool(a[10]));
+        });
   }
   // torch.tensordot(a, b, dims=2, out=None): an int n contracts a's last n
   // dims with b's first n; a pair of lists names them.
   for (const char* name : {"torch.tensordot", "torch.functional.tensordot"}) {
-    ad.function(name, [name](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-      auto a =
-          bind(name, {req("a"), req("b"), opt("dims", int64_t{2}), opt("out", c10::IValue())}, args, kwargs);
-      const at::Tensor x = to_tensor(name, a[0]), y = to_tensor(name, a[1]);
-      std::vector<int64_t> dims_a, dims_b;
-      if (a[2].isInt()) {
-        const int64_t n = a[2].toInt();
-        if (n < 0)
-          throw Error(std::string(name) + ": tensordot expects dims >= 0, but got dims=" + std::to_string(n));
-        if (n > std::min(x.dim(), y.dim()))
-          throw Error(std::string(name) +
-                      ": tensordot expects dims < ndim_a or ndim_b, but got dims=" + std::to_string(n));
-        for (int64_t i = -n; i < 0; ++i) dims_a.push_back(i);
-        for (int64_t i = 0; i < n; ++i) dims_b.push_back(i);
-      } else {
-        auto pair = sequence_items(a[2]);
-        if (!is_sequence(a[2]) || pair.size() != 2)
-          throw Error(std::string(name) + ": dims must be an int or a pair of lists of dims");
-        auto dims_of = [&](const c10::IValue& v) {
-          return v.isInt() ? std::vector<int64_t>{v.toInt()} : to_int_list(name, v);
-        };
-        dims_a = dims_of(pair[0]);
-        dims_b = dims_of(pair[1]);
-      }
-      if (a[3].isNone()) return at::tensordot(x, y, dims_a, dims_b);
-      at::Tensor out = to_tensor(name, a[3]);
-      return at::tensordot_out(out, x, y, dims_a, dims_b);
-    });
+    ad.function(
+        name,
+        [name, params = python_params(name)](std::vector<c10::IValue>& args,
+                                             IValueKwargs& kwargs) -> c10::IValue {
+          auto a = runtime::bind(name, params, args, kwargs);
+          const at::Tensor x = to_tensor(name, a[0]), y = to_tensor(name, a[1]);
+          std::vector<int64_t> dims_a, dims_b;
+          if (a[2].isInt()) {
+            const int64_t n = a[2].toInt();
+            if (n < 0)
+              throw Error(std::string(name) +
+                          ": tensordot expects dims >= 0, but got dims=" + std::to_string(n));
+            if (n > std::min(x.dim(), y.dim()))
+              throw Error(std::string(name) +
+                          ": tensordot expects dims < ndim_a or ndim_b, but got dims=" + std::to_string(n));
+            for (int64_t i = -n; i < 0; ++i) dims_a.push_back(i);
+            for (int64_t i = 0; i < n; ++i) dims_b.push_back(i);
+          } else {
+            auto pair = sequence_items(a[2]);
+            if (!is_sequence(a[2]) || pair.size() != 2)
+              throw Error(std::string(name) + ": dims must be an int or a pair of lists of dims");
+            auto dims_of = [&](const c10::IValue& v) {
+              return v.isInt() ? std::vector<int64_t>{v.toInt()} : to_int_list(name, v);
+            };
+            dims_a = dims_of(pair[0]);
+            dims_b = dims_of(pair[1]);
+          }
+          if (a[3].isNone()) return at::tensordot(x, y, dims_a, dims_b);
+          at::Tensor out = to_tensor(name, a[3]);
+          return at::tensordot_out(out, x, y, dims_a, dims_b);
+        });
   }
   ad.function("torch.tensor", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
     const std::string fn = "torch.tensor";
@@ -263,13 +258,15 @@ void register_torch_functions(Adapters& ad) {
     auto a = bind("torch.is_tensor", {req("obj")}, args, kwargs);
     return a[0].isTensor();
   });
-  ad.function("torch._assert", [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {
-    auto a = bind("torch._assert", {req("condition"), req("message")}, args, kwargs);
-    if (!truth("torch._assert", a[0]))
-      throw Error("torch._assert: AssertionError: " +
-                  (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
-    return c10::IValue();
-  });
+  ad.function("torch._assert",
+              [params = python_params("torch._assert")](std::vector<c10::IValue>& args,
+                                                        IValueKwargs& kwargs) -> c10::IValue {
+                auto a = runtime::bind("torch._assert", params, args, kwargs);
+                if (!truth("torch._assert", a[0]))
+                  throw Error("torch._assert: AssertionError: " +
+                              (a[1].isString() ? a[1].toStringRef() : python_type_name(a[1])));
+                return c10::IValue();
+              });
   // What a graph traced with a concrete_args value of None asserts.
   ad.function("torch.fx._symbolic_trace._assert_is_none",
               [](std::vector<c10::IValue>& args, IValueKwargs& kwargs) -> c10::IValue {

@@ -1,6 +1,9 @@
-// Value helpers and Python-style argument binding for adapters.
+// Value helpers, and adapters' arguments bound as torch.fx binds a Python
+// function's (fast_bind, fx/python_function.h).
 
 #include "internal.h"
+
+#include <fx/python_function.h>
 
 #include <ATen/ScalarOps.h>
 
@@ -119,32 +122,31 @@ bool truth(const std::string& fn, const c10::IValue& v) {
   return true;
 }
 
+std::vector<Param> python_params(std::string_view qualified_name) {
+  const PythonFunction* f = python_function(qualified_name);
+  if (!f || !f->supported)
+    throw Error(std::string(qualified_name) + ": torch 2.14 gives no signature fxcpp can bind by");
+  std::vector<Param> out;
+  out.reserve(f->params.size());
+  for (const PythonParam& p : f->params)
+    out.push_back(
+        Param{p.name, p.has_default ? std::optional(to_ivalue(p.default_value)) : std::nullopt, p.kwonly});
+  return out;
+}
+
 std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params,
                               std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
-  std::vector<std::optional<c10::IValue>> slots(params.size());
-  size_t positional = 0;
-  for (const auto& p : params) positional += p.kwonly ? 0 : 1;
-  if (args.size() > positional)
-    type_error(fn, "takes " + std::to_string(positional) + " positional argument" +
-                       (positional == 1 ? "" : "s") + " but " + std::to_string(args.size()) + " were given");
-  for (size_t i = 0; i < args.size(); ++i) slots[i] = std::move(args[i]);
-  for (auto& [k, v] : kwargs) {
-    size_t i = 0;
-    while (i < params.size() && params[i].name != k) ++i;
-    if (i == params.size()) type_error(fn, "got an unexpected keyword argument '" + k + "'");
-    if (slots[i]) type_error(fn, "got multiple values for argument '" + k + "'");
-    slots[i] = std::move(v);
-  }
+  std::vector<std::string_view> keywords;
+  keywords.reserve(kwargs.size());
+  for (const auto& kv : kwargs) keywords.emplace_back(kv.first);
+  std::vector<int64_t> slots;
+  std::string why;
+  if (!fast_bind(params, args.size(), keywords, slots, why)) type_error(fn, "TypeError: " + why);
   std::vector<c10::IValue> out;
   out.reserve(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (slots[i]) {
-      out.push_back(std::move(*slots[i]));
-    } else if (params[i].default_value) {
-      out.push_back(*params[i].default_value);
-    } else {
-      type_error(fn, "missing required argument '" + params[i].name + "'");
-    }
+  for (size_t p = 0; p < params.size(); ++p) {
+    c10::IValue* given = bound_argument(slots[p], args, kwargs);
+    out.push_back(given ? std::move(*given) : *params[p].default_value);
   }
   return out;
 }

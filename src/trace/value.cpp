@@ -314,10 +314,8 @@ Value record_python_function(Tracer& tracer, const PythonFunction& f, const Targ
   if (!fast_bind(f.params, args.size(), keywords, slots, why))
     throw TraceError(std::string(f.name) + "(): TypeError: " + why);
   auto value_of = [&](size_t p) -> Value {
-    const int64_t s = slots[p];
-    if (s < 0) return Value(to_ivalue(f.params[p].default_value));
-    if (static_cast<size_t>(s) < args.size()) return args[static_cast<size_t>(s)];
-    return kwargs[static_cast<size_t>(s) - args.size()].second;
+    const Value* given = bound_argument(slots[p], args, kwargs);
+    return given ? *given : Value(to_ivalue(f.params[p].default_value));
   };
   const PythonFunction::Form* form = &*f.form;
   if (f.dispatch_param >= 0 && static_cast<bool>(value_of(static_cast<size_t>(f.dispatch_param)))) {

@@ -4,6 +4,7 @@
 #include <fx/graph.h>
 #include <fx/operator_overloads.h>
 #include <fx/runtime.h>
+#include <fx/runtime_args.h>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -162,6 +163,43 @@ TEST(Call, RegisterFunction) {
                           return resolve_function("operator.mul")->call({args.at(0), int64_t{2}}, {});
                         }));
   EXPECT_EQ(resolve_function("mylib.twice")->call({int64_t{21}}, {}).toInt(), 42);
+}
+
+// F.* and torch's other Python functions bind by torch 2.14's signatures
+// (fx/python_function.h's table) with torch.fx's binder, fast_bind, whose
+// TypeErrors the messages quote.
+TEST(Bind, PythonFunctionsBindByTorchsSignatures) {
+  const std::string F = "torch.nn.functional.";
+  const at::Tensor x = at::tensor({-2.0, 3.0});
+  auto leaky = resolve_function(F + "leaky_relu");
+  EXPECT_TRUE(at::allclose(leaky->call({x}, {}).toTensor(), at::tensor({-0.02, 3.0})));  // the table's 0.01
+  EXPECT_TRUE(at::allclose(leaky->call({x}, {{"negative_slope", 0.5}}).toTensor(), at::tensor({-1.0, 3.0})));
+  std::string e = error_of([&] { resolve_function(F + "softmax")->call({x}, {{"dimm", int64_t{0}}}); });
+  EXPECT_NE(e.find(F + "softmax: TypeError: Got an unexpected keyword argument 'dimm'"), std::string::npos) << e;
+  e = error_of([&] { resolve_function(F + "relu")->call({x, false, true}, {}); });
+  EXPECT_NE(e.find("TypeError: Too many positional arguments: expected max 2, got 3"), std::string::npos) << e;
+  e = error_of([&] { resolve_function(F + "relu")->call({x, false}, {{"inplace", true}}); });
+  EXPECT_NE(e.find("TypeError: Multiple values for argument 'inplace'"), std::string::npos) << e;
+  e = error_of([&] { resolve_function(F + "batch_norm")->call({x}, {}); });
+  EXPECT_NE(e.find("TypeError: Missing required argument 'running_mean'"), std::string::npos) << e;
+  // torch 2.x added mse_loss's weight; the list written for 1.13 did not have it.
+  const at::Tensor w = at::tensor({1.0, 3.0});
+  auto mse = resolve_function(F + "mse_loss")->call({x, at::zeros({2})}, {{"weight", w}}).toTensor();
+  EXPECT_TRUE(at::allclose(mse, at::tensor((4.0 + 27.0) / 4.0))) << mse;
+}
+
+TEST(Bind, PythonParamsComeFromTorchsTable) {
+  auto params = fx::runtime::python_params("torch.nn.functional.dropout");
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[2].name, "training");
+  ASSERT_TRUE(params[2].default_value);
+  EXPECT_TRUE(params[2].default_value->toBool());
+  EXPECT_FALSE(params[0].default_value);
+  // Not in the table, or with *args: an error that names the function.
+  std::string e = error_of([] { fx::runtime::python_params("torch.frobnicate"); });
+  EXPECT_NE(e.find("torch.frobnicate"), std::string::npos) << e;
+  e = error_of([] { fx::runtime::python_params("torch.einsum"); });
+  EXPECT_NE(e.find("torch.einsum"), std::string::npos) << e;
 }
 
 TEST(ToIValue, Scalars) {

@@ -367,13 +367,25 @@ TEST(Module, TensorAttributesByName) {
   EXPECT_THROW(m.register_attribute("a.b", a), fx::Error);
 }
 
+// forward's parameters bind as torch.fx binds a call (fast_bind), whose
+// TypeError each message quotes.
 TEST(Trace, ForwardArgumentsAreChecked) {
   Operations m;
-  EXPECT_THROW(m.bind({1, 2, 3, 4}, {}), fx::Error);
-  EXPECT_THROW(m.bind({1}, {}), fx::Error);                // y missing
-  EXPECT_THROW(m.bind({1, 2}, {{"x", 3}}), fx::Error);     // x twice
-  EXPECT_THROW(m.bind({1, 2}, {{"nope", 3}}), fx::Error);  // unknown
-  EXPECT_EQ(m.bind({1}, {{"y", 3}}).size(), 3u);           // scale defaulted
+  auto error = [&](std::vector<fx::Value> args, fx::ValueKwargs kwargs) {
+    try {
+      m.bind(std::move(args), std::move(kwargs));
+    } catch (const fx::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no fx::Error>");
+  };
+  auto has = [](const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; };
+  EXPECT_PRED2(has, error({1, 2, 3, 4}, {}),
+               "Operations.forward: TypeError: Too many positional arguments: expected max 3, got 4");
+  EXPECT_PRED2(has, error({1}, {}), "Missing required argument 'y'");
+  EXPECT_PRED2(has, error({1, 2}, {{"x", 3}}), "Multiple values for argument 'x'");
+  EXPECT_PRED2(has, error({1, 2}, {{"nope", 3}}), "Got an unexpected keyword argument 'nope'");
+  EXPECT_EQ(m.bind({1}, {{"y", 3}}).size(), 3u);  // scale defaulted
 }
 
 }  // namespace
