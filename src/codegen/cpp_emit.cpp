@@ -2,7 +2,6 @@
 #include <fx/error.h>
 #include <fx/graph_module.h>
 #include <fx/operator_overloads.h>
-#include <fx/python_function.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -129,15 +128,15 @@ std::string cpp_type(Kind k) {
   return "auto";
 }
 
-namespace {
-
-bool is_number(Kind k) { return k == Kind::integer || k == Kind::real || k == Kind::boolean; }
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep = ", ") {
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
   return out;
 }
+
+namespace {
+
+bool is_number(Kind k) { return k == Kind::integer || k == Kind::real || k == Kind::boolean; }
 
 std::string kind_name(Kind k) {
   switch (k) {
@@ -166,14 +165,6 @@ std::string kind_name(Kind k) {
   }
   return "?";
 }
-
-// ---- binding Python calls -----------------------------------------------------
-
-// A Python-level signature: names and defaults (nullopt: required).
-struct PyParam {
-  std::string name;
-  std::optional<Argument> default_value;
-};
 
 // The C++ spelling of a memory format. (c10::toString has no overload for
 // it: a call converts it to TensorOptions and prints those.)
@@ -438,7 +429,7 @@ class ForwardEmitter final : public Emitter {
     if (t.rfind("operator.", 0) == 0) return operator_call(n, t.substr(9));
     if (t == "builtins.getattr") return getattr(n);
     if (t == "torch._assert") return assert_call(n);
-    if (t.rfind("torch.nn.functional.", 0) == 0) return functional(n, t.substr(20));
+    if (t.rfind("torch.nn.functional.", 0) == 0) return emit_functional(*this, n, t.substr(20));
     if (const OpsName* ops = n->target().ops_name(); ops && ops->ns == "aten")
       return aten(n, ops->op, n->args(), n->kwargs(), /*method=*/false,
                   std::string(ops->dispatcher_overload()));
@@ -636,192 +627,6 @@ class ForwardEmitter final : public Emitter {
     if (auto c = casts.find(m); c != casts.end() && nargs == 1)
       return {self.expr + ".to(" + c->second + ")", Kind::tensor, {}};
     return aten(n, m, n->args(), n->kwargs(), /*method=*/true);
-  }
-
-  // ---- torch.nn.functional ----
-  CppValue functional(const Node* n, const std::string& f) {
-    // A Python function's parameters are torch 2.14's (fx/python_function.h,
-    // the table the runtime, normalize_args and the tracer bind with). A
-    // builtin's (F.gelu, F.linear, F.conv2d, ...) are its ATen schema's,
-    // written here in Python's names.
-    auto bind = [&] { return bind_python_function(n, "torch.nn.functional." + f); };
-    auto bind_builtin = [&](const std::vector<PyParam>& params) { return bind_python(n, "F." + f, params); };
-    auto none = std::optional<Argument>(Argument(None));
-    auto v = [&](const Argument& a) { return value(a).expr; };
-    auto list_of = [&](const Argument& a, int dims) {
-      CppValue x = value(a);
-      if (x.kind == Kind::integer)
-        return cpp_int_list(std::vector<std::string>(static_cast<size_t>(dims), x.expr));
-      return x.expr;
-    };
-    auto opt_list = [&](const Argument& a, int dims) {
-      return a.is_none() ? std::string("{}") : list_of(a, dims);
-    };
-    auto inplace = [&](const Argument& a, const std::string& name) {
-      return a.is<bool>() && a.get<bool>() ? name + "_" : name;
-    };
-    if (f == "relu" || f == "silu" || f == "hardswish" || f == "hardsigmoid" || f == "mish" || f == "relu6") {
-      auto a = bind();
-      if (f == "relu6")
-        return {"at::" + inplace(a[1], "hardtanh") + "(" + v(a[0]) + ", 0.0, 6.0)", Kind::tensor, {}};
-      return {"at::" + inplace(a[1], f) + "(" + v(a[0]) + ")", Kind::tensor, {}};
-    }
-    if (f == "sigmoid" || f == "tanh") {
-      auto a = bind();
-      return {"at::" + f + "(" + v(a[0]) + ")", Kind::tensor, {}};
-    }
-    if (f == "gelu") {
-      auto a = bind_builtin({{"input", {}}, {"approximate", Argument("none")}});
-      return {"at::gelu(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
-    }
-    if (f == "leaky_relu") {
-      auto a = bind();
-      return {"at::" + inplace(a[2], "leaky_relu") + "(" + v(a[0]) + ", " + v(a[1]) + ")", Kind::tensor, {}};
-    }
-    if (f == "hardtanh") {
-      auto a = bind();
-      return {"at::" + inplace(a[3], "hardtanh") + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "softmax" || f == "log_softmax") {
-      auto a = bind();
-      if (a[1].is_none()) fail(n, "leaves dim to PyTorch's legacy choice; give dim");
-      return {"at::" + f + "(" + v(a[0]) + ", " + v(a[1]) + (a[3].is_none() ? "" : ", " + v(a[3])) + ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "dropout" || f == "dropout2d") {
-      auto a = bind();
-      std::string fn = f == "dropout" ? "dropout" : "feature_dropout";
-      return {"at::" + inplace(a[3], fn) + "(" + v(a[0]) + ", " + v(a[1]) + ", " + v(a[2]) + ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "linear") {
-      auto a = bind_builtin({{"input", {}}, {"weight", {}}, {"bias", none}});
-      return {"at::linear(" + v(a[0]) + ", " + v(a[1]) + (a[2].is_none() ? "" : ", " + v(a[2])) + ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "conv1d" || f == "conv2d" || f == "conv3d") {
-      int d = f[4] - '0';
-      auto a = bind_builtin({{"input", {}},
-                             {"weight", {}},
-                             {"bias", none},
-                             {"stride", Argument(1)},
-                             {"padding", Argument(0)},
-                             {"dilation", Argument(1)},
-                             {"groups", Argument(1)}});
-      if (a[4].is<std::string>()) fail(n, "pads by name ('same'/'valid'); give the padding as numbers");
-      return {"at::" + f + "(" +
-                  join({v(a[0]), v(a[1]), a[2].is_none() ? "{}" : v(a[2]), list_of(a[3], d), list_of(a[4], d),
-                        list_of(a[5], d), v(a[6])}) +
-                  ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "batch_norm") {
-      auto a = bind();
-      return {"at::batch_norm(" +
-                  join({v(a[0]), a[3].is_none() ? "{}" : v(a[3]), a[4].is_none() ? "{}" : v(a[4]),
-                        a[1].is_none() ? "{}" : v(a[1]), a[2].is_none() ? "{}" : v(a[2]), v(a[5]), v(a[6]),
-                        v(a[7]), "/*cudnn_enabled=*/true"}) +
-                  ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "layer_norm") {
-      auto a = bind();
-      return {"at::layer_norm(" +
-                  join({v(a[0]), list_of(a[1], 1), a[2].is_none() ? "{}" : v(a[2]),
-                        a[3].is_none() ? "{}" : v(a[3]), v(a[4])}) +
-                  ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d") {
-      int d = f[f.size() - 2] - '0';
-      auto a = d == 1 ? bind_builtin({{"input", {}}, {"output_size", {}}}) : bind();
-      return {"at::" + f + "(" + v(a[0]) + ", " + list_of(a[1], d) + ")", Kind::tensor, {}};
-    }
-    if (f == "max_pool1d" || f == "max_pool2d" || f == "max_pool3d") {
-      int d = f[f.size() - 2] - '0';
-      auto a = bind();
-      if (!(a[6].is<bool>() && !a[6].get<bool>()))
-        fail(n, "returns indices; export_cpp supports return_indices=False");
-      return {"at::" + f + "(" +
-                  join({v(a[0]), list_of(a[1], d), opt_list(a[2], d), list_of(a[3], d), list_of(a[4], d),
-                        v(a[5])}) +
-                  ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "avg_pool2d") {
-      auto a = bind_builtin({{"input", {}},
-                             {"kernel_size", {}},
-                             {"stride", none},
-                             {"padding", Argument(0)},
-                             {"ceil_mode", Argument(false)},
-                             {"count_include_pad", Argument(true)},
-                             {"divisor_override", none}});
-      return {"at::avg_pool2d(" +
-                  join({v(a[0]), list_of(a[1], 2), opt_list(a[2], 2), list_of(a[3], 2), v(a[4]), v(a[5]),
-                        v(a[6])}) +
-                  ")",
-              Kind::tensor,
-              {}};
-    }
-    if (f == "pad") {
-      auto a = bind();
-      return {"at::pad(" + join({v(a[0]), v(a[1]), v(a[2]), v(a[3])}) + ")", Kind::tensor, {}};
-    }
-    fail(n, "calls torch.nn.functional." + f + ", which export_cpp does not translate");
-  }
-
-  // The call bound to a Python function of torch's table with the binder
-  // torch.fx uses (fast_bind): each parameter's argument or default.
-  std::vector<Argument> bind_python_function(const Node* n, const std::string& name) {
-    const PythonFunction* fn = python_function(name);
-    if (!fn || !fn->supported) fail(n, "calls " + name + ", whose signature torch 2.14 does not give");
-    std::vector<std::string_view> keywords;
-    keywords.reserve(n->kwargs().size());
-    for (const auto& kv : n->kwargs()) keywords.emplace_back(kv.first);
-    std::vector<int64_t> slots;
-    std::string why;
-    const size_t nargs = n->args().size();
-    if (!fast_bind(fn->params, nargs, keywords, slots, why)) fail(n, "calls " + name + " wrongly: " + why);
-    std::vector<Argument> out;
-    out.reserve(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const auto slot = static_cast<size_t>(slots[i]);
-      if (slots[i] < 0)
-        out.push_back(fn->params[i].default_value);
-      else
-        out.push_back(slot < nargs ? n->args()[slot] : n->kwargs()[slot - nargs].second);
-    }
-    return out;
-  }
-
-  // Python's binding of args/kwargs to `params`.
-  std::vector<Argument> bind_python(const Node* n, const std::string& fn,
-                                    const std::vector<PyParam>& params) {
-    if (n->args().size() > params.size()) fail(n, "passes too many arguments to " + fn);
-    std::vector<std::optional<Argument>> bound(params.size());
-    for (size_t i = 0; i < n->args().size(); ++i) bound[i] = n->args()[i];
-    for (const auto& [k, a] : n->kwargs()) {
-      size_t i = 0;
-      while (i < params.size() && params[i].name != k) ++i;
-      if (i == params.size()) fail(n, "passes keyword '" + k + "', which " + fn + " does not take");
-      if (bound[i]) fail(n, "passes '" + k + "' twice");
-      bound[i] = a;
-    }
-    std::vector<Argument> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!bound[i] && !params[i].default_value) fail(n, "does not pass '" + params[i].name + "' to " + fn);
-      out.push_back(bound[i] ? *bound[i] : *params[i].default_value);
-    }
-    return out;
   }
 
   // ---- ATen by schema ----

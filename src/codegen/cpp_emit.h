@@ -78,6 +78,11 @@ std::string cpp_dtype(c10::ScalarType t);
 // is a literal 0, which could also start a c10::string_view(const char*,
 // size_t) and make the call ambiguous (conv2d's padding="same" overload).
 std::string cpp_int_list(const std::vector<std::string>& items);
+// Items separated by `sep`: a call's arguments.
+std::string join(const std::vector<std::string>& parts, const std::string& sep = ", ");
+
+// The C++ of a torch.nn.functional.<f> call (cpp_functional.cpp).
+CppValue emit_functional(Emitter& e, const Node* n, const std::string& f);
 
 // The statements for one call_module node of a module with traits that
 // write C++ (cpp_modules.cpp; fx/nn/module_traits.h).
