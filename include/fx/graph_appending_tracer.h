@@ -48,8 +48,6 @@ class GraphAppendingTracer : public Tracer {
   Node* create_node(Op op, Target target, Args args, Kwargs kwargs,
                     std::optional<std::string> name = std::nullopt,
                     std::optional<std::string> type = std::nullopt) override;
-  Value create_proxy(Op op, Target target, const std::vector<Value>& args, const ValueKwargs& kwargs,
-                     std::optional<std::string> name = std::nullopt) override;
   // No module is a leaf: `forward` is traced through.
   Value call_module(Module& m, const std::function<Value()>& forward, const std::vector<Value>& args,
                     const ValueKwargs& kwargs) override;

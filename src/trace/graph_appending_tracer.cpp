@@ -40,18 +40,6 @@ Node* GraphAppendingTracer::create_node(Op op, Target target, Args args, Kwargs 
   return n;
 }
 
-Value GraphAppendingTracer::create_proxy(Op op, Target target, const std::vector<Value>& args,
-                                         const ValueKwargs& kwargs, std::optional<std::string> name) {
-  Args node_args;
-  node_args.reserve(args.size());
-  for (const auto& a : args) node_args.push_back(create_arg(a));
-  Kwargs node_kwargs;
-  node_kwargs.reserve(kwargs.size());
-  for (const auto& [k, v] : kwargs) node_kwargs.emplace_back(k, create_arg(v));
-  return Value::proxy(create_node(op, target, std::move(node_args), std::move(node_kwargs), std::move(name)),
-                      this);
-}
-
 Value GraphAppendingTracer::call_module(Module&, const std::function<Value()>& forward,
                                         const std::vector<Value>&, const ValueKwargs&) {
   return forward();

@@ -303,6 +303,8 @@ Argument Tracer::create_arg(const Value& v) {
 
 Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
                           std::optional<std::string> type) {
+  if (!graph_)
+    throw TraceError("this tracer is not tracing; values of a finished trace cannot record operations");
   Node* n =
       graph_->create_node(op, target, std::move(args), std::move(kwargs), std::move(name), std::move(type));
   if (record_stack_traces) n->set_stack_trace(detail::user_stack_trace());
@@ -311,8 +313,6 @@ Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::o
 
 Value Tracer::create_proxy(Op op, Target target, const std::vector<Value>& args, const ValueKwargs& kwargs,
                            std::optional<std::string> name) {
-  if (!graph_)
-    throw TraceError("this tracer is not tracing; values of a finished trace cannot record operations");
   Args node_args;
   node_args.reserve(args.size());
   for (const auto& a : args) node_args.push_back(create_arg(a));

@@ -388,6 +388,17 @@ TEST(Trace, ForwardArgumentsAreChecked) {
   EXPECT_EQ(m.bind({1}, {{"y", 3}}).size(), 3u);  // scale defaulted
 }
 
+// A tracer whose trace has finished records nothing: a node made through it
+// is a TraceError (it dereferenced the graph it had handed over).
+TEST(Trace, AFinishedTracerRefusesToRecord) {
+  Operations m;
+  fx::Tracer tracer;
+  auto graph = tracer.trace(m);
+  ASSERT_NE(graph, nullptr);
+  EXPECT_THROW(tracer.create_node(fx::Op::call_function, fx::Target("torch.relu"), {}, {}), fx::TraceError);
+  EXPECT_THROW(tracer.create_proxy(fx::Op::call_function, fx::Target("torch.relu"), {}, {}), fx::TraceError);
+}
+
 }  // namespace
 
 namespace {
