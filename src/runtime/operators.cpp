@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include <array>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -37,7 +38,7 @@ enum class Op {
   lt,
   le,
   gt,
-  ge
+  ge  // the last: tensor_aten's table is sized by it
 };
 
 struct OpInfo {
@@ -117,6 +118,27 @@ c10::IValue float_pow(const OpInfo& o, double a, double b) {
 
 bool py_equal(const c10::IValue& a, const c10::IValue& b);
 
+// Python's six comparisons of two numbers; nullopt for any other operator.
+template <class T>
+std::optional<bool> compare(Op op, T x, T y) {
+  switch (op) {
+    case Op::eq:
+      return x == y;
+    case Op::ne:
+      return x != y;
+    case Op::lt:
+      return x < y;
+    case Op::le:
+      return x <= y;
+    case Op::gt:
+      return x > y;
+    case Op::ge:
+      return x >= y;
+    default:
+      return std::nullopt;
+  }
+}
+
 // Python semantics on int/float/bool operands.
 c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
   const bool both_bool = a.isBool() && b.isBool();
@@ -144,19 +166,8 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
         return float_mod(x, y);
       case Op::pow:
         return float_pow(o, x, y);
-      case Op::eq:
-        return x == y;
-      case Op::ne:
-        return x != y;
-      case Op::lt:
-        return x < y;
-      case Op::le:
-        return x <= y;
-      case Op::gt:
-        return x > y;
-      case Op::ge:
-        return x >= y;
       default:
+        if (auto c = compare(o.op, x, y)) return *c;
         unsupported(o, a, b);
     }
   }
@@ -216,113 +227,10 @@ c10::IValue number_binop(const OpInfo& o, const c10::IValue& a, const c10::IValu
       return x | y;
     case Op::xor_:
       return x ^ y;
-    case Op::eq:
-      return x == y;
-    case Op::ne:
-      return x != y;
-    case Op::lt:
-      return x < y;
-    case Op::le:
-      return x <= y;
-    case Op::gt:
-      return x > y;
-    case Op::ge:
-      return x >= y;
-    case Op::matmul:
+    default:
+      if (auto c = compare(o.op, x, y)) return *c;
       unsupported(o, a, b);
   }
-  unsupported(o, a, b);
-}
-
-// a <op> b where a or b is a tensor: what torch.Tensor's dunders call.
-c10::IValue tensor_binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor()) {
-    switch (o.op) {
-      case Op::add:
-        return FX_ATEN("add").call({a, b}, {});
-      case Op::sub:
-        return FX_ATEN("sub").call({a, b}, {});
-      case Op::mul:
-        return FX_ATEN("mul").call({a, b}, {});
-      case Op::truediv:
-        return FX_ATEN("div").call({a, b}, {});
-      case Op::floordiv:
-        return FX_ATEN("floor_divide").call({a, b}, {});
-      case Op::mod:
-        return FX_ATEN("remainder").call({a, b}, {});
-      case Op::pow:
-        return FX_ATEN("pow").call({a, b}, {});
-      case Op::lshift:
-        return FX_ATEN("__lshift__").call({a, b}, {});
-      case Op::rshift:
-        return FX_ATEN("__rshift__").call({a, b}, {});
-      case Op::and_:
-        return FX_ATEN("__and__").call({a, b}, {});
-      case Op::or_:
-        return FX_ATEN("__or__").call({a, b}, {});
-      case Op::xor_:
-        return FX_ATEN("__xor__").call({a, b}, {});
-      case Op::matmul:
-        return FX_ATEN("matmul").call({a, b}, {});
-      case Op::eq:
-        return FX_ATEN("eq").call({a, b}, {});
-      case Op::ne:
-        return FX_ATEN("ne").call({a, b}, {});
-      case Op::lt:
-        return FX_ATEN("lt").call({a, b}, {});
-      case Op::le:
-        return FX_ATEN("le").call({a, b}, {});
-      case Op::gt:
-        return FX_ATEN("gt").call({a, b}, {});
-      case Op::ge:
-        return FX_ATEN("ge").call({a, b}, {});
-    }
-  }
-  // Reflected: b is the tensor, a a number (Tensor.__radd__, __rsub__, ...).
-  if (!is_number(a)) unsupported(o, a, b);
-  switch (o.op) {
-    case Op::add:
-      return FX_ATEN("add").call({b, a}, {});
-    case Op::mul:
-      return FX_ATEN("mul").call({b, a}, {});
-    case Op::sub:
-      return FX_ATEN("rsub").call({b, a}, {});
-    case Op::truediv: {  // Tensor.__rdiv__: self.reciprocal() * other
-      c10::IValue r = FX_ATEN("reciprocal").call({b}, {});
-      return FX_ATEN("mul").call({r, a}, {});
-    }
-    case Op::floordiv:
-      return FX_ATEN("floor_divide").call({wrapped_scalar(a), b}, {});
-    case Op::mod:
-      return FX_ATEN("remainder").call({a, b}, {});
-    case Op::pow:
-      return FX_ATEN("pow").call({a, b}, {});
-    case Op::lshift:
-      return FX_ATEN("bitwise_left_shift").call({a, b}, {});
-    case Op::rshift:
-      return FX_ATEN("bitwise_right_shift").call({a, b}, {});
-    case Op::and_:
-      return FX_ATEN("__and__").call({b, a}, {});
-    case Op::or_:
-      return FX_ATEN("__or__").call({b, a}, {});
-    case Op::xor_:
-      return FX_ATEN("__xor__").call({b, a}, {});
-    case Op::eq:
-      return FX_ATEN("eq").call({b, a}, {});
-    case Op::ne:
-      return FX_ATEN("ne").call({b, a}, {});
-    case Op::lt:
-      return FX_ATEN("gt").call({b, a}, {});
-    case Op::le:
-      return FX_ATEN("ge").call({b, a}, {});
-    case Op::gt:
-      return FX_ATEN("lt").call({b, a}, {});
-    case Op::ge:
-      return FX_ATEN("le").call({b, a}, {});
-    case Op::matmul:
-      break;
-  }
-  unsupported(o, a, b);
 }
 
 // The ATen op tensor_binop calls when the left operand is a tensor.
@@ -368,6 +276,67 @@ const char* tensor_aten_name(Op op) {
       return "ge";
   }
   return nullptr;
+}
+
+// Its callable, resolved once per op.
+const Callable& tensor_aten(Op op) {
+  static const auto callables = [] {
+    std::array<std::shared_ptr<const Callable>, static_cast<size_t>(Op::ge) + 1> out;
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = resolve_function(std::string("torch.ops.aten.") + tensor_aten_name(static_cast<Op>(i)));
+    return out;
+  }();
+  return *callables[static_cast<size_t>(op)];
+}
+
+// a <op> b where a or b is a tensor: what torch.Tensor's dunders call.
+c10::IValue tensor_binop(const OpInfo& o, const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor()) return tensor_aten(o.op).call({a, b}, {});
+  // Reflected: b is the tensor, a a number (Tensor.__radd__, __rsub__, ...).
+  if (!is_number(a)) unsupported(o, a, b);
+  switch (o.op) {
+    case Op::add:
+      return FX_ATEN("add").call({b, a}, {});
+    case Op::mul:
+      return FX_ATEN("mul").call({b, a}, {});
+    case Op::sub:
+      return FX_ATEN("rsub").call({b, a}, {});
+    case Op::truediv: {  // Tensor.__rdiv__: self.reciprocal() * other
+      c10::IValue r = FX_ATEN("reciprocal").call({b}, {});
+      return FX_ATEN("mul").call({r, a}, {});
+    }
+    case Op::floordiv:
+      return FX_ATEN("floor_divide").call({wrapped_scalar(a), b}, {});
+    case Op::mod:
+      return FX_ATEN("remainder").call({a, b}, {});
+    case Op::pow:
+      return FX_ATEN("pow").call({a, b}, {});
+    case Op::lshift:
+      return FX_ATEN("bitwise_left_shift").call({a, b}, {});
+    case Op::rshift:
+      return FX_ATEN("bitwise_right_shift").call({a, b}, {});
+    case Op::and_:
+      return FX_ATEN("__and__").call({b, a}, {});
+    case Op::or_:
+      return FX_ATEN("__or__").call({b, a}, {});
+    case Op::xor_:
+      return FX_ATEN("__xor__").call({b, a}, {});
+    case Op::eq:
+      return FX_ATEN("eq").call({b, a}, {});
+    case Op::ne:
+      return FX_ATEN("ne").call({b, a}, {});
+    case Op::lt:
+      return FX_ATEN("gt").call({b, a}, {});
+    case Op::le:
+      return FX_ATEN("ge").call({b, a}, {});
+    case Op::gt:
+      return FX_ATEN("lt").call({b, a}, {});
+    case Op::ge:
+      return FX_ATEN("le").call({b, a}, {});
+    case Op::matmul:
+      break;
+  }
+  unsupported(o, a, b);
 }
 
 // A site whose left operand is a node: while it holds a tensor, binop is
