@@ -123,12 +123,11 @@ bool truth(const std::string& fn, const c10::IValue& v) {
 }
 
 std::vector<Param> python_params(std::string_view qualified_name) {
-  const PythonFunction* f = python_function(qualified_name);
-  if (!f || !f->supported)
-    throw Error(std::string(qualified_name) + ": torch 2.14 gives no signature fxcpp can bind by");
+  const std::vector<PythonParam>* params = parameters_of(qualified_name);
+  if (!params) throw Error(std::string(qualified_name) + ": torch 2.14 gives no signature fxcpp can bind by");
   std::vector<Param> out;
-  out.reserve(f->params.size());
-  for (const PythonParam& p : f->params)
+  out.reserve(params->size());
+  for (const PythonParam& p : *params)
     out.push_back(
         Param{p.name, p.has_default ? std::optional(to_ivalue(p.default_value)) : std::nullopt, p.kwonly});
   return out;
@@ -145,8 +144,11 @@ std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& p
   std::vector<c10::IValue> out;
   out.reserve(params.size());
   for (size_t p = 0; p < params.size(); ++p) {
-    c10::IValue* given = bound_argument(slots[p], args, kwargs);
-    out.push_back(given ? std::move(*given) : *params[p].default_value);
+    // Apart: a conditional of an rvalue and a const lvalue copies both.
+    if (c10::IValue* given = bound_argument(slots[p], args, kwargs))
+      out.push_back(std::move(*given));
+    else
+      out.push_back(*params[p].default_value);
   }
   return out;
 }
