@@ -64,6 +64,19 @@ const PythonFunction* python_function(std::string_view qualified_name);
 // Every entry, in the table's order.
 const std::vector<PythonFunction>& python_functions();
 
+// The builtins of torch.nn.functional that fxcpp binds by name (F.linear,
+// F.conv2d, F.gelu, F.avg_pool2d, F.logsigmoid, ...): C functions, of which
+// Python gives no signature. Their parameters are those torch.fx reads from
+// their ATen schemas (get_signature_for_torch_op), with the defaults as fxcpp
+// holds them: an int for a list of equal items, and None for a pooling's
+// stride ("as kernel_size", which F.avg_pool2d also takes None for). nullptr
+// for any other name. O(1).
+const std::vector<PythonParam>* builtin_params(std::string_view qualified_name);
+// What a call of `qualified_name` binds by: a Python function's parameters
+// from the table, or a builtin's; nullptr for neither, or for a function
+// whose signature the table cannot hold (*args).
+const std::vector<PythonParam>* parameters_of(std::string_view qualified_name);
+
 namespace detail {
 // What fast_bind reads of a parameter, for records that leave some of it out.
 template <class P>

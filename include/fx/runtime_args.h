@@ -38,8 +38,9 @@ inline Param req(std::string n) { return Param{std::move(n), std::nullopt, false
 inline Param opt(std::string n, c10::IValue d) { return Param{std::move(n), std::move(d), false}; }
 inline Param kwo(std::string n, c10::IValue d) { return Param{std::move(n), std::move(d), true}; }
 // The parameters of one of torch's Python functions (F.softmax, torch.split,
-// ...), from the table generated from torch 2.14 (fx/python_function.h).
-// Throws fx::Error for a name the table does not have, or whose signature it
+// ...), from the table generated from torch 2.14, or of an F.* builtin that
+// fxcpp binds (F.avg_pool2d: fx/python_function.h's parameters_of). Throws
+// fx::Error for a name it has neither for, or whose signature the table
 // cannot hold (*args).
 std::vector<Param> python_params(std::string_view qualified_name);
 // Binds args/kwargs to `params` as torch.fx binds a call (fast_bind,

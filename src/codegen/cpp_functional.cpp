@@ -1,10 +1,7 @@
 // The C++ of a torch.nn.functional call, for export_cpp: one renderer per
-// function, looked up by name in a table.
-//
-// A Python function's parameters are torch 2.14's (fx/python_function.h, the
-// table the runtime, normalize_args and the tracer bind with). A builtin's
-// (F.gelu, F.linear, F.conv2d, ...) are its ATen schema's, written here in
-// Python's names: Python gives no signature of them to read.
+// function, looked up by name in a table. Each binds the call by the
+// parameters the runtime binds it by (fx/python_function.h's parameters_of:
+// torch 2.14's signature of a Python function, a builtin's ATen schema).
 
 #include <fx/python_function.h>
 
@@ -17,12 +14,6 @@ namespace fx::codegen {
 
 namespace {
 
-// A builtin's parameter: its name and default (nullopt: required).
-struct BuiltinParam {
-  std::string name;
-  std::optional<Argument> default_value;
-};
-
 // One F.* call being written: its node, the function's short name, and the
 // helpers every renderer reads its arguments with.
 struct Call {
@@ -30,17 +21,26 @@ struct Call {
   const Node* n;
   const std::string& f;
 
-  // The call bound to torch's signature of F.<f>.
+  // The call bound to the parameters of F.<f>, as torch.fx binds a call
+  // (fast_bind): each parameter's argument or default.
   std::vector<Argument> bind() const {
     const std::string name = "torch.nn.functional." + f;
-    const PythonFunction* fn = python_function(name);
-    if (!fn || !fn->supported)
-      Emitter::fail(n, "calls " + name + ", whose signature torch 2.14 does not give");
-    return bind_to(name, fn->params);
-  }
-  // The call bound to a builtin's parameters.
-  std::vector<Argument> bind_builtin(const std::vector<BuiltinParam>& params) const {
-    return bind_to("F." + f, params);
+    const std::vector<PythonParam>* params = parameters_of(name);
+    if (!params) Emitter::fail(n, "calls " + name + ", whose signature torch 2.14 does not give");
+    std::vector<std::string_view> keywords;
+    keywords.reserve(n->kwargs().size());
+    for (const auto& kv : n->kwargs()) keywords.emplace_back(kv.first);
+    std::vector<int64_t> slots;
+    std::string why;
+    if (!fast_bind(*params, n->args().size(), keywords, slots, why))
+      Emitter::fail(n, "calls " + name + " wrongly: " + why);
+    std::vector<Argument> out;
+    out.reserve(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const Argument* given = bound_argument(slots[i], n->args(), n->kwargs());
+      out.push_back(given ? *given : (*params)[i].default_value);
+    }
+    return out;
   }
   std::string v(const Argument& a) const { return e.value(a).expr; }
   // An int list argument of `dims` items; an int stands for all of them.
@@ -60,28 +60,6 @@ struct Call {
   }
   // The spatial dimensions a name ends in: max_pool2d -> 2.
   int dims() const { return f[f.size() - 2] - '0'; }
-
- private:
-  // As torch.fx binds a call (fast_bind): each parameter's argument or default.
-  template <class Params>
-  std::vector<Argument> bind_to(const std::string& name, const Params& params) const {
-    std::vector<std::string_view> keywords;
-    keywords.reserve(n->kwargs().size());
-    for (const auto& kv : n->kwargs()) keywords.emplace_back(kv.first);
-    std::vector<int64_t> slots;
-    std::string why;
-    if (!fast_bind(params, n->args().size(), keywords, slots, why))
-      Emitter::fail(n, "calls " + name + " wrongly: " + why);
-    std::vector<Argument> out;
-    out.reserve(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const Argument* given = bound_argument(slots[i], n->args(), n->kwargs());
-      out.push_back(given ? *given : default_of(params[i]));
-    }
-    return out;
-  }
-  static const Argument& default_of(const PythonParam& p) { return p.default_value; }
-  static const Argument& default_of(const BuiltinParam& p) { return *p.default_value; }
 };
 
 CppValue tensor(std::string expr) { return {std::move(expr), Kind::tensor, {}}; }
@@ -100,7 +78,7 @@ CppValue relu6(const Call& c) {
   return tensor("at::" + Call::inplace(a[1], "hardtanh") + "(" + c.v(a[0]) + ", 0.0, 6.0)");
 }
 CppValue gelu(const Call& c) {
-  auto a = c.bind_builtin({{"input", {}}, {"approximate", Argument("none")}});
+  auto a = c.bind();
   return tensor("at::gelu(" + c.v(a[0]) + ", " + c.v(a[1]) + ")");
 }
 CppValue leaky_relu(const Call& c) {
@@ -124,19 +102,13 @@ CppValue dropout(const Call& c) {
   return tensor("at::" + Call::inplace(a[3], fn) + "(" + join({c.v(a[0]), c.v(a[1]), c.v(a[2])}) + ")");
 }
 CppValue linear(const Call& c) {
-  auto a = c.bind_builtin({{"input", {}}, {"weight", {}}, {"bias", Argument(None)}});
+  auto a = c.bind();
   return tensor("at::linear(" + c.v(a[0]) + ", " + c.v(a[1]) + (a[2].is_none() ? "" : ", " + c.v(a[2])) +
                 ")");
 }
 CppValue conv(const Call& c) {
   const int d = c.f[4] - '0';
-  auto a = c.bind_builtin({{"input", {}},
-                           {"weight", {}},
-                           {"bias", Argument(None)},
-                           {"stride", Argument(1)},
-                           {"padding", Argument(0)},
-                           {"dilation", Argument(1)},
-                           {"groups", Argument(1)}});
+  auto a = c.bind();
   if (a[4].is<std::string>())
     Emitter::fail(c.n, "pads by name ('same'/'valid'); give the padding as numbers");
   return tensor("at::" + c.f + "(" +
@@ -158,7 +130,7 @@ CppValue layer_norm(const Call& c) {
 }
 CppValue adaptive_avg_pool(const Call& c) {
   const int d = c.dims();
-  auto a = d == 1 ? c.bind_builtin({{"input", {}}, {"output_size", {}}}) : c.bind();
+  auto a = c.bind();
   return tensor("at::" + c.f + "(" + c.v(a[0]) + ", " + c.list_of(a[1], d) + ")");
 }
 CppValue max_pool(const Call& c) {
@@ -172,13 +144,7 @@ CppValue max_pool(const Call& c) {
                 ")");
 }
 CppValue avg_pool2d(const Call& c) {
-  auto a = c.bind_builtin({{"input", {}},
-                           {"kernel_size", {}},
-                           {"stride", Argument(None)},
-                           {"padding", Argument(0)},
-                           {"ceil_mode", Argument(false)},
-                           {"count_include_pad", Argument(true)},
-                           {"divisor_override", Argument(None)}});
+  auto a = c.bind();
   return tensor("at::avg_pool2d(" +
                 join({c.v(a[0]), c.list_of(a[1], 2), c.opt_list(a[2], 2), c.list_of(a[3], 2), c.v(a[4]),
                       c.v(a[5]), c.v(a[6])}) +

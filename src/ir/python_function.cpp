@@ -1,7 +1,10 @@
 #include <fx/python_function.h>
 
 #include <limits>
+#include <string>
 #include <unordered_map>
+
+#include "string_map.h"
 
 namespace fx {
 
@@ -20,6 +23,46 @@ const PythonFunction* python_function(std::string_view qualified_name) {
   }();
   auto it = by_name.find(qualified_name);
   return it == by_name.end() ? nullptr : it->second;
+}
+
+const std::vector<PythonParam>* builtin_params(std::string_view qualified_name) {
+  static const auto table = [] {
+    auto required = [](const char* name) { return PythonParam{name, false, false, None}; };
+    auto optional = [](const char* name, Argument value) {
+      return PythonParam{name, false, true, std::move(value)};
+    };
+    const std::vector<PythonParam> conv{
+        required("input"),      required("weight"),      optional("bias", None), optional("stride", 1),
+        optional("padding", 0), optional("dilation", 1), optional("groups", 1)};
+    std::vector<PythonParam> avg_pool1d{
+        required("input"),      required("kernel_size"),      optional("stride", None),
+        optional("padding", 0), optional("ceil_mode", false), optional("count_include_pad", true)};
+    std::vector<PythonParam> avg_pool = avg_pool1d;
+    avg_pool.push_back(optional("divisor_override", None));
+    const std::string_view F = "torch.nn.functional.";
+    std::unordered_map<std::string, std::vector<PythonParam>> out = {
+        {"linear", {required("input"), required("weight"), optional("bias", None)}},
+        {"conv1d", conv},
+        {"conv2d", conv},
+        {"conv3d", conv},
+        {"gelu", {required("input"), PythonParam{"approximate", true, true, "none"}}},
+        {"logsigmoid", {required("input")}},
+        {"avg_pool1d", avg_pool1d},
+        {"avg_pool2d", avg_pool},
+        {"avg_pool3d", avg_pool},
+        {"adaptive_avg_pool1d", {required("input"), required("output_size")}},
+    };
+    detail::StringMap<std::vector<PythonParam>> qualified;
+    for (auto& [name, params] : out) qualified.emplace(std::string(F) + name, std::move(params));
+    return qualified;
+  }();
+  auto it = table.find(qualified_name);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+const std::vector<PythonParam>* parameters_of(std::string_view qualified_name) {
+  if (const PythonFunction* f = python_function(qualified_name)) return f->supported ? &f->params : nullptr;
+  return builtin_params(qualified_name);
 }
 
 }  // namespace fx

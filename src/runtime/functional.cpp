@@ -21,21 +21,12 @@ constexpr std::string_view kF = "torch.nn.functional.";
 struct Reg {
   using Body = std::function<c10::IValue(const std::string&, std::vector<c10::IValue>&)>;
   Adapters& ad;
-  // F.<name>, a Python function: bound by its signature in torch's table
-  // (python_params); `body` gets the arguments bound, defaults filled in.
+  // F.<name>, bound by torch's signature of it (python_params: a Python
+  // function's from the generated table, a builtin's from its ATen schema);
+  // `body` gets the arguments bound, defaults filled in.
   void operator()(const std::string& name, Body body) const {
     const std::string fn = std::string(kF) + name;
-    add(fn, python_params(fn), std::move(body));
-  }
-  // F.<name>, a builtin (torch.avg_pool1d, torch._C._nn.log_sigmoid): Python
-  // has no signature of it to read, so `params` are its ATen schema's.
-  void builtin(const std::string& name, std::vector<Param> params, Body body) const {
-    add(std::string(kF) + name, std::move(params), std::move(body));
-  }
-
- private:
-  void add(const std::string& fn, std::vector<Param> params, Body body) const {
-    ad.function(fn, [fn, params = std::move(params), body = std::move(body)](std::vector<c10::IValue>& args,
+    ad.function(fn, [fn, params = python_params(fn), body = std::move(body)](std::vector<c10::IValue>& args,
                                                                              IValueKwargs& kwargs) {
       auto a = runtime::bind(fn, params, args, kwargs);
       return body(fn, a);
@@ -363,7 +354,7 @@ void register_functional(Adapters& ad) {
     at::Tensor x = to_tensor(fn, a[0]);
     return c10::IValue(to_bool(fn, a[1]) ? at::hardtanh_(x, 0, 6) : at::hardtanh(x, 0, 6));
   });
-  reg.builtin("logsigmoid", {req("input")}, [](const std::string& fn, std::vector<c10::IValue>& a) {
+  reg("logsigmoid", [](const std::string& fn, std::vector<c10::IValue>& a) {
     return c10::IValue(at::log_sigmoid(to_tensor(fn, a[0])));
   });
   reg("softsign", [](const std::string& fn, std::vector<c10::IValue>& a) {
@@ -489,48 +480,33 @@ void register_functional(Adapters& ad) {
                        : c10::IValue(at::max_pool3d(x, k, s, p, d, ceil));
           });
     }
-  reg.builtin("avg_pool1d",
-              {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
-               opt("ceil_mode", false), opt("count_include_pad", true)},
-              [](const std::string& fn, std::vector<c10::IValue>& a) {
-                auto k = to_int_list(fn, a[1], 1);
-                return c10::IValue(
-                    at::avg_pool1d(to_tensor(fn, a[0]), k, a[2].isNone() ? k : to_int_list(fn, a[2], 1),
-                                   to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
-              });
+  reg("avg_pool1d", [](const std::string& fn, std::vector<c10::IValue>& a) {
+    auto k = to_int_list(fn, a[1], 1);
+    return c10::IValue(at::avg_pool1d(to_tensor(fn, a[0]), k, a[2].isNone() ? k : to_int_list(fn, a[2], 1),
+                                      to_int_list(fn, a[3], 1), to_bool(fn, a[4]), to_bool(fn, a[5])));
+  });
   for (int nd = 2; nd <= 3; ++nd) {
     const size_t n = static_cast<size_t>(nd);
-    reg.builtin(
-        "avg_pool" + std::to_string(nd) + "d",
-        {req("input"), req("kernel_size"), opt("stride", c10::IValue()), opt("padding", int64_t{0}),
-         opt("ceil_mode", false), opt("count_include_pad", true), opt("divisor_override", c10::IValue())},
-        [n](const std::string& fn, std::vector<c10::IValue>& a) {
-          at::Tensor x = to_tensor(fn, a[0]);
-          auto k = to_int_list(fn, a[1], n);
-          auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
-          auto p = to_int_list(fn, a[3], n);
-          c10::optional<int64_t> div =
-              a[6].isNone() ? c10::nullopt : c10::optional<int64_t>(to_int(fn, a[6]));
-          if (n == 2)
-            return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
-          return c10::IValue(at::avg_pool3d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
-        });
+    reg("avg_pool" + std::to_string(nd) + "d", [n](const std::string& fn, std::vector<c10::IValue>& a) {
+      at::Tensor x = to_tensor(fn, a[0]);
+      auto k = to_int_list(fn, a[1], n);
+      auto s = a[2].isNone() ? k : to_int_list(fn, a[2], n);
+      auto p = to_int_list(fn, a[3], n);
+      c10::optional<int64_t> div = a[6].isNone() ? c10::nullopt : c10::optional<int64_t>(to_int(fn, a[6]));
+      if (n == 2) return c10::IValue(at::avg_pool2d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
+      return c10::IValue(at::avg_pool3d(x, k, s, p, to_bool(fn, a[4]), to_bool(fn, a[5]), div));
+    });
   }
   for (int nd = 1; nd <= 3; ++nd) {
     const size_t n = static_cast<size_t>(nd);
-    // adaptive_avg_pool1d is a builtin (torch.adaptive_avg_pool1d); 2d and 3d are Python functions.
-    const std::string name = "adaptive_avg_pool" + std::to_string(nd) + "d";
-    Reg::Body adaptive_avg = [n](const std::string& fn, std::vector<c10::IValue>& a) {
-      at::Tensor x = to_tensor(fn, a[0]);
-      auto o = adaptive_size(fn, x, a[1], n);
-      if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, o));
-      if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
-      return c10::IValue(at::adaptive_avg_pool3d(x, o));
-    };
-    if (nd == 1)
-      reg.builtin(name, {req("input"), req("output_size")}, std::move(adaptive_avg));
-    else
-      reg(name, std::move(adaptive_avg));
+    reg("adaptive_avg_pool" + std::to_string(nd) + "d",
+        [n](const std::string& fn, std::vector<c10::IValue>& a) {
+          at::Tensor x = to_tensor(fn, a[0]);
+          auto o = adaptive_size(fn, x, a[1], n);
+          if (n == 1) return c10::IValue(at::adaptive_avg_pool1d(x, o));
+          if (n == 2) return c10::IValue(at::adaptive_avg_pool2d(x, o));
+          return c10::IValue(at::adaptive_avg_pool3d(x, o));
+        });
     for (const bool with_indices : {false, true})
       reg("adaptive_max_pool" + std::to_string(nd) + "d" + (with_indices ? "_with_indices" : ""),
           [n, with_indices](const std::string& fn, std::vector<c10::IValue>& a) {

@@ -195,6 +195,12 @@ TEST(Bind, PythonParamsComeFromTorchsTable) {
   ASSERT_TRUE(params[2].default_value);
   EXPECT_TRUE(params[2].default_value->toBool());
   EXPECT_FALSE(params[0].default_value);
+  // A builtin's are its ATen schema's, as torch.fx reads them: gelu's
+  // approximate is keyword-only.
+  auto gelu = fx::runtime::python_params("torch.nn.functional.gelu");
+  ASSERT_EQ(gelu.size(), 2u);
+  EXPECT_TRUE(gelu[1].kwonly);
+  EXPECT_EQ(gelu[1].default_value->toStringRef(), "none");
   // Not in the table, or with *args: an error that names the function.
   std::string e = error_of([] { fx::runtime::python_params("torch.frobnicate"); });
   EXPECT_NE(e.find("torch.frobnicate"), std::string::npos) << e;
