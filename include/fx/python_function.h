@@ -162,6 +162,17 @@ bool fast_bind(const Params& params, size_t nargs, const std::vector<std::string
   return true;
 }
 
+// fast_bind of a call whose keyword arguments are `kwargs`, a sequence of
+// (keyword, value) pairs.
+template <class Params, class Kwargs>
+bool fast_bind_call(const Params& params, size_t nargs, const Kwargs& kwargs, std::vector<int64_t>& slots,
+                    std::string& why) {
+  std::vector<std::string_view> keywords;
+  keywords.reserve(kwargs.size());
+  for (const auto& kv : kwargs) keywords.emplace_back(kv.first);
+  return fast_bind(params, nargs, keywords, slots, why);
+}
+
 // The argument that fast_bind's `slot` names in a call of args and kwargs (a
 // sequence of (keyword, value) pairs): a positional one, a keyword's value,
 // or nullptr for a parameter left to its default (slot < 0).

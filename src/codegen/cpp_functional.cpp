@@ -27,12 +27,9 @@ struct Call {
     const std::string name = "torch.nn.functional." + f;
     const std::vector<PythonParam>* params = parameters_of(name);
     if (!params) Emitter::fail(n, "calls " + name + ", whose signature torch 2.14 does not give");
-    std::vector<std::string_view> keywords;
-    keywords.reserve(n->kwargs().size());
-    for (const auto& kv : n->kwargs()) keywords.emplace_back(kv.first);
     std::vector<int64_t> slots;
     std::string why;
-    if (!fast_bind(*params, n->args().size(), keywords, slots, why))
+    if (!fast_bind_call(*params, n->args().size(), n->kwargs(), slots, why))
       Emitter::fail(n, "calls " + name + " wrongly: " + why);
     std::vector<Argument> out;
     out.reserve(slots.size());

@@ -39,22 +39,18 @@ const std::vector<PythonParam>* builtin_params(std::string_view qualified_name) 
         optional("padding", 0), optional("ceil_mode", false), optional("count_include_pad", true)};
     std::vector<PythonParam> avg_pool = avg_pool1d;
     avg_pool.push_back(optional("divisor_override", None));
-    const std::string_view F = "torch.nn.functional.";
-    std::unordered_map<std::string, std::vector<PythonParam>> out = {
-        {"linear", {required("input"), required("weight"), optional("bias", None)}},
-        {"conv1d", conv},
-        {"conv2d", conv},
-        {"conv3d", conv},
-        {"gelu", {required("input"), PythonParam{"approximate", true, true, "none"}}},
-        {"logsigmoid", {required("input")}},
-        {"avg_pool1d", avg_pool1d},
-        {"avg_pool2d", avg_pool},
-        {"avg_pool3d", avg_pool},
-        {"adaptive_avg_pool1d", {required("input"), required("output_size")}},
+    return detail::StringMap<std::vector<PythonParam>>{
+        {"torch.nn.functional.linear", {required("input"), required("weight"), optional("bias", None)}},
+        {"torch.nn.functional.conv1d", conv},
+        {"torch.nn.functional.conv2d", conv},
+        {"torch.nn.functional.conv3d", conv},
+        {"torch.nn.functional.gelu", {required("input"), PythonParam{"approximate", true, true, "none"}}},
+        {"torch.nn.functional.logsigmoid", {required("input")}},
+        {"torch.nn.functional.avg_pool1d", avg_pool1d},
+        {"torch.nn.functional.avg_pool2d", avg_pool},
+        {"torch.nn.functional.avg_pool3d", avg_pool},
+        {"torch.nn.functional.adaptive_avg_pool1d", {required("input"), required("output_size")}},
     };
-    detail::StringMap<std::vector<PythonParam>> qualified;
-    for (auto& [name, params] : out) qualified.emplace(std::string(F) + name, std::move(params));
-    return qualified;
   }();
   auto it = table.find(qualified_name);
   return it == table.end() ? nullptr : &it->second;

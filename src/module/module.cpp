@@ -58,12 +58,9 @@ bool binds_as_given(const std::vector<Value>& args, const ValueKwargs& kwargs, s
 
 std::vector<Value> Module::bind(std::vector<Value> args, ValueKwargs kwargs) const {
   if (binds_as_given(args, kwargs, params_.size())) return args;
-  std::vector<std::string_view> keywords;
-  keywords.reserve(kwargs.size());
-  for (const auto& kv : kwargs) keywords.emplace_back(kv.first);
   std::vector<int64_t> slots;
   std::string why;
-  if (!fast_bind(params_, args.size(), keywords, slots, why))
+  if (!fast_bind_call(params_, args.size(), kwargs, slots, why))
     throw Error(type_name_ + ".forward: TypeError: " + why);
   std::vector<Value> out;
   out.reserve(params_.size());

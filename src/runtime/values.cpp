@@ -135,12 +135,9 @@ std::vector<Param> python_params(std::string_view qualified_name) {
 
 std::vector<c10::IValue> bind(const std::string& fn, const std::vector<Param>& params,
                               std::vector<c10::IValue>& args, IValueKwargs& kwargs) {
-  std::vector<std::string_view> keywords;
-  keywords.reserve(kwargs.size());
-  for (const auto& kv : kwargs) keywords.emplace_back(kv.first);
   std::vector<int64_t> slots;
   std::string why;
-  if (!fast_bind(params, args.size(), keywords, slots, why)) type_error(fn, "TypeError: " + why);
+  if (!fast_bind_call(params, args.size(), kwargs, slots, why)) type_error(fn, "TypeError: " + why);
   std::vector<c10::IValue> out;
   out.reserve(params.size());
   for (size_t p = 0; p < params.size(); ++p) {

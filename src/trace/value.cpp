@@ -306,12 +306,9 @@ namespace {
 // parameter after the first ones by keyword with its default filled in.
 Value record_python_function(Tracer& tracer, const PythonFunction& f, const Target& target,
                              const std::vector<Value>& args, const ValueKwargs& kwargs) {
-  std::vector<std::string_view> keywords;
-  keywords.reserve(kwargs.size());
-  for (const auto& kv : kwargs) keywords.push_back(kv.first);
   std::vector<int64_t> slots;
   std::string why;
-  if (!fast_bind(f.params, args.size(), keywords, slots, why))
+  if (!fast_bind_call(f.params, args.size(), kwargs, slots, why))
     throw TraceError(std::string(f.name) + "(): TypeError: " + why);
   auto value_of = [&](size_t p) -> Value {
     const Value* given = bound_argument(slots[p], args, kwargs);
