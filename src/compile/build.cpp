@@ -65,12 +65,15 @@ std::string tail(const std::string& path, size_t max_bytes) {
   return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
 }
 
-// Writes `source` to <stem>.cpp and builds it into `library` (through a
-// temporary name, renamed into place), the compiler's output in <stem>.log.
+// Writes `source` to <stem>.cpp and builds it into `library`, the compiler's
+// output in <stem>.log. Each file is first written under a name of this
+// process's own and renamed into place: processes that share a cache (two
+// test shards, two builds of one program) may build the same kernel at once,
+// and one must not truncate the source that the other's compiler is reading.
 void compile_to(const std::string& source, const std::string& compiler, const std::string& flags,
                 const std::string& stem, const std::string& library) {
-  const std::string cpp = stem + ".cpp", log = stem + ".log";
-  const std::string tmp = library + ".tmp" + std::to_string(getpid());
+  const std::string mine = stem + ".tmp" + std::to_string(getpid());
+  const std::string cpp = mine + ".cpp", log = mine + ".log", tmp = mine + ".so";
   {
     std::ofstream out(cpp);
     out << source;
@@ -78,7 +81,9 @@ void compile_to(const std::string& source, const std::string& compiler, const st
   }
   const std::string command =
       quote(compiler) + " " + flags + " " + quote(cpp) + " -o " + quote(tmp) + " > " + quote(log) + " 2>&1";
-  const int status = std::system(command.c_str());
+  // The shell runs the compiler so that its output goes to the log; every
+  // path in the command is quoted.
+  const int status = std::system(command.c_str());  // NOLINT(bugprone-command-processor)
   std::error_code ec;
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::filesystem::remove(tmp, ec);
@@ -89,6 +94,8 @@ void compile_to(const std::string& source, const std::string& compiler, const st
           "or $CXX");
     throw Error("fx::compile: building " + cpp + " failed (log: " + log + "):\n" + tail(log, 2000));
   }
+  std::filesystem::rename(cpp, stem + ".cpp", ec);
+  std::filesystem::rename(log, stem + ".log", ec);
   std::filesystem::rename(tmp, library, ec);
   if (ec) throw Error("fx::compile: cannot move the built library to " + library + ": " + ec.message());
 }
