@@ -39,7 +39,7 @@ class GraphAppendingTracer : public Tracer {
   explicit GraphAppendingTracer(Graph& graph) : graph_(graph) {}
 
   // The graph nodes are appended to.
-  Graph& graph() { return graph_; }
+  Graph& graph() override { return graph_; }
   // FX's `Proxy(node, tracer)`: a symbolic value for a node of graph().
   // Throws fx::TraceError for a node of another graph.
   Value proxy(Node* node);

@@ -123,7 +123,9 @@ class Tracer {
   // (named when the executable exports its symbols: -rdynamic).
   bool record_stack_traces = false;
 
-  Graph& graph() { return *graph_; }
+  // The graph being recorded into. Throws fx::TraceError while no trace is
+  // in progress (before trace(), or after it returned its graph).
+  virtual Graph& graph();
   Module& root() { return *root_; }
   // The tracer running on this thread, or nullptr.
   static Tracer* current();

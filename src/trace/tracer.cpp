@@ -301,6 +301,11 @@ Argument Tracer::create_arg(const Value& v) {
                    " cannot be recorded as a graph argument; make it an attribute of the module");
 }
 
+Graph& Tracer::graph() {
+  if (!graph_) throw TraceError("this tracer is not tracing: it has a graph only while trace() runs");
+  return *graph_;
+}
+
 Node* Tracer::create_node(Op op, Target target, Args args, Kwargs kwargs, std::optional<std::string> name,
                           std::optional<std::string> type) {
   if (!graph_)

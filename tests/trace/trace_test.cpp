@@ -2,6 +2,7 @@
 // for the Python originals in models.py (expected texts from oracle.py).
 #include "models.h"
 
+#include <fx/graph_appending_tracer.h>
 #include <fx/fx.h>
 #include <fx/state_dict.h>
 #include <fx/nn.h>
@@ -397,6 +398,18 @@ TEST(Trace, AFinishedTracerRefusesToRecord) {
   ASSERT_NE(graph, nullptr);
   EXPECT_THROW(tracer.create_node(fx::Op::call_function, fx::Target("torch.relu"), {}, {}), fx::TraceError);
   EXPECT_THROW(tracer.create_proxy(fx::Op::call_function, fx::Target("torch.relu"), {}, {}), fx::TraceError);
+  EXPECT_THROW(tracer.graph(), fx::TraceError);
+  fx::Tracer fresh;
+  EXPECT_THROW(fresh.graph(), fx::TraceError);
+}
+
+// Through a Tracer&, a GraphAppendingTracer's graph is the one it appends to
+// (Tracer::graph read its own, empty, graph pointer).
+TEST(Trace, AGraphAppendingTracerAnswersWithItsGraph) {
+  fx::Graph g;
+  fx::GraphAppendingTracer appending(g);
+  fx::Tracer& tracer = appending;
+  EXPECT_EQ(&tracer.graph(), &g);
 }
 
 }  // namespace
