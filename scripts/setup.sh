@@ -17,7 +17,6 @@ packages=(
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # libFuzzer on fx::load (scripts/fuzz.sh)
   llvm-16                            # its llvm-symbolizer, for readable stacks in findings
   clang-format                       # the format check of src/ and include/ (scripts/check_format.sh)
-  clang-tidy-16                      # .clang-tidy's checks on the library (scripts/tidy.sh)
 )
 
 missing=()

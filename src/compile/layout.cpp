@@ -65,24 +65,29 @@ size_t channels_last_convolutions(GraphModule& gm, const std::vector<Value>& inp
   // row-major is faster; at batch 8 (85M) channels_last is 1.46x faster,
   // as is mobilenet_v2 at batch 1 (6.8M against 2.2M).
   if (convolutions.size() < 2 || images < weights) return 0;
-  std::unordered_map<Node*, Node*> copies;  // a value read by several convolutions is copied once
-  std::unordered_map<Node*, Node*> weight_copies;
+  // A value read by several convolutions is copied once. The maps find a
+  // copy; the lists hold them in the order they were made, which is the order
+  // in which they are visited below (a map's order is its pointers').
+  std::unordered_map<Node*, Node*> copy_of, weight_copy_of;
+  std::vector<std::pair<Node*, Node*>> copies, weight_copies;
   for (Node* conv : convolutions) {
     Node* w = conv->args()[1].node();
     if (tensor_meta(*w)->memory_format != c10::MemoryFormat::ChannelsLast) {
-      Node*& copy = weight_copies[w];
+      Node*& copy = weight_copy_of[w];
       if (!copy) {
         auto at = graph.inserting_before(conv);
         copy = graph.call_function(kClone, {w}, {{"memory_format", c10::MemoryFormat::ChannelsLast}});
+        weight_copies.emplace_back(w, copy);
       }
       conv->replace_input_with(w, copy);
     }
     if (!row_major_image(*conv->args()[0].node())) continue;
     Node* x = conv->args()[0].node();
-    Node*& copy = copies[x];
+    Node*& copy = copy_of[x];
     if (!copy) {
       auto at = graph.inserting_before(conv);  // the first convolution that reads x
       copy = graph.call_function(kClone, {x}, {{"memory_format", c10::MemoryFormat::ChannelsLast}});
+      copies.emplace_back(x, copy);
     }
     conv->replace_input_with(x, copy);
   }

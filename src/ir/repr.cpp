@@ -45,7 +45,11 @@ std::string repr_float(double d) {
   std::string digits;
   for (char c : sci.substr(0, e))
     if (c != '.') digits.push_back(c);
-  int exp10 = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  // to_chars wrote the exponent ("e+05", "e-07"): from_chars reads no '+'.
+  std::string_view exponent = sci.substr(e + 1);
+  if (!exponent.empty() && exponent[0] == '+') exponent.remove_prefix(1);
+  int exp10 = 0;
+  std::from_chars(exponent.data(), exponent.data() + exponent.size(), exp10);
   while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
   int decpt = exp10 + 1;  // digits are d.ddd * 10^exp10 = 0.dddd * 10^decpt
   std::string out = negative ? "-" : "";
