@@ -4,9 +4,11 @@
 # UndefinedBehaviorSanitizer, with clang-tidy on the library from the same
 # clang-16 build's compile commands, then a
 # half minute of coverage-guided fuzzing of each file loader (libFuzzer, from
-# the same sanitizer build), then the
-# full suite (with the torch.fx 2.14 conformance tests) on a release build;
-# the slow packaging and export tests have their own commands (below).
+# the same sanitizer build), then, on a g++ release build of the library,
+# tools and examples, the tests the sanitizer build does not run (the
+# torch.fx 2.14 conformance tests, the corpus, models, fxc and the demo).
+# Each test runs once; the commands below run the whole suite on the release
+# build, and the slow packaging and export tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -47,7 +49,7 @@ bash scripts/fuzz.sh 30 load
 step "fuzzing fx::load_exported (.pt2): libFuzzer for 30 s on the seed corpus"
 bash scripts/fuzz.sh 30 pt2
 
-step "release build: all tests but packaging and export"
+step "release build (g++, -Werror): the library, tools and examples, and the programs of the tests the sanitizer build does not run"
 # The benchmarks are not tests, and building them takes about 3 minutes of
 # CPU: docs/benchmarks.md builds them (-DFXCPP_BUILD_BENCH=ON) and runs them.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WERROR=ON -DFXCPP_BUILD_BENCH=OFF \
@@ -56,12 +58,17 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DFXCPP_WE
 # in CI, that listing failed after printing every test, which fails the build
 # with no test run; a second build step relinks only what failed, and a real
 # build error fails it again.
-cmake --build build -j"$jobs" || { step "the release build failed; building once more"; cmake --build build -j"$jobs"; }
+cmake --build build -j"$jobs" --target fx_release_tests ||
+  { step "the release build failed; building once more"; cmake --build build -j"$jobs" --target fx_release_tests; }
+# Each test runs once: the sanitizer build ran the others (the labels above),
+# and these are too slow under ASan or need the tools. The whole suite on the
+# release build, those included:
+#   cmake --build build -j2 && ctest --test-dir build -j2 -LE "packaging|export"
 # Two tests build LibTorch projects and take minutes on 2 cores, so they run
 # on their own:
 #   ctest --test-dir build -L packaging  # fxcpp as a consumer uses it (install
 #                                        # + find_package, add_subdirectory): 5 min
 #   ctest --test-dir build -L export     # export_cpp's projects, and those of compiled
 #                                        # programs, built and run: 5 min
-step "release tests"
-ctest --test-dir build --output-on-failure -j"$jobs" -LE "packaging|export"
+step "release tests: conformance, corpus, models, fxc and the demo"
+ctest --test-dir build --output-on-failure -j"$jobs" -L "conformance|corpus|models|fxc|examples" -LE "packaging|export"
