@@ -100,6 +100,29 @@ void compile_to(const std::string& source, const std::string& compiler, const st
   if (ec) throw Error("fx::compile: cannot move the built library to " + library + ": " + ec.message());
 }
 
+// What the compiler says of itself (`c++ --version`), a part of each kernel
+// library's key, so that an upgraded compiler builds its kernels anew rather
+// than loading those of the one before. Asked once per process for each
+// compiler and PATH (a bare name is found through PATH).
+std::string compiler_identity(const std::string& compiler) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  const char* path = std::getenv("PATH");
+  const std::string key = compiler + "\n" + (path ? path : "");
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  std::string out;
+  // A missing compiler answers nothing here; building then says what to install.
+  const std::string command = quote(compiler) + " --version 2>/dev/null";
+  if (FILE* p = popen(command.c_str(), "r")) {  // NOLINT(bugprone-command-processor)
+    char buf[256];
+    size_t n = 0;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  return known[key] = out;
+}
+
 std::mutex loaded_mu;
 std::map<std::string, std::shared_ptr<const Library>> loaded;  // by hash; never unloaded
 
@@ -145,7 +168,8 @@ std::shared_ptr<const Library> build_library(const std::string& source, const st
         "or rebuild fxcpp against the LibTorch you have");
   const std::string flags =
       "-std=c++17 -O3 -shared -fPIC -fopenmp -w " + isa_flags(host_isa()) + " -I" + quote(include);
-  const std::string hash = hex(passes::detail::md5(compiler + "\n" + flags + "\n" + source));
+  const std::string hash =
+      hex(passes::detail::md5(compiler + "\n" + compiler_identity(compiler) + "\n" + flags + "\n" + source));
 
   std::lock_guard<std::mutex> lock(loaded_mu);
   if (auto it = loaded.find(hash); it != loaded.end()) {

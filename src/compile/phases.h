@@ -241,7 +241,8 @@ struct Library {
   void* symbol(const std::string& name) const;  // fx::Error when absent
 };
 // Builds `source` in `cache_dir` with `compiler` unless a library of the
-// same hash is there already, and loads it. fx::Error when the compiler is
+// same hash (of the source, the flags, the compiler and what its --version
+// says) is there already, and loads it. fx::Error when the compiler is
 // missing or fails (naming the source and the log).
 std::shared_ptr<const Library> build_library(const std::string& source, const std::string& cache_dir,
                                              const std::string& compiler);
