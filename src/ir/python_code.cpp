@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace fx {
 namespace {
 
 using detail::quoted;
+// Literals appended as string_views: std::string's append(const char*)
+// measures its text with strlen at each call.
+using namespace std::string_view_literals;
 
 // The comma-separated arguments of a generic type, split at top level.
 // The parts of `inner` separated by `sep` outside brackets, trimmed.
@@ -208,16 +212,18 @@ void append_format_target(std::string& out, const AppendBase& append_base, std::
 void append_fields(std::string& out, const Node* n, const char* fmt, const Args& args,
                    const detail::NodeNamer& names) {
   size_t next = 0;
-  for (const char* p = fmt; *p; ++p) {
+  for (const char* p = fmt; *p;) {
     if (p[0] == '{' && p[1] == '}') {
       if (next >= args.size())
         throw Error("python_code: node " + quoted(n) + " calls " + n->target().str() + " with " +
                     std::to_string(args.size()) + " argument(s), too few for `" + fmt + "`");
       detail::append_repr(out, args[next++], names);
-      ++p;
-    } else {
-      out += *p;
+      p += 2;
+      continue;
     }
+    const char* text = p++;  // up to the next field, in one append
+    while (*p && !(p[0] == '{' && p[1] == '}')) ++p;
+    out.append(text, static_cast<size_t>(p - text));
   }
   for (; next < args.size(); ++next) detail::repr(args[next], names);
 }
@@ -256,6 +262,11 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
       append_repr(v);
     }
   };
+  // ` = ` after a node's name, with its annotation if it has one.
+  auto append_assign = [&](const std::string& type) {
+    if (!type.empty()) body += type;
+    body += " = "sv;
+  };
   auto append_root_target = [&](const std::string& target) {
     append_format_target(
         body, [&] { body += root_module; }, target);
@@ -267,7 +278,27 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
   // Most statements, indented, are shorter: growing a large string by
   // doubling copies it and faults in fresh pages at every step.
   body.reserve(68 * order.size() + 256);
-  for (size_t i = 0; i < order.size(); ++i) {
+  // FX indents every line of the body by four spaces, the empty one after
+  // its last newline too. Each statement is indented as it ends: the body
+  // starts with a line's four spaces, and each newline gets the next
+  // line's (a repr with a newline of its own too).
+  body += "    "sv;
+  size_t indented = body.size();
+  auto indent = [&] {
+    for (size_t at = indented;;) {
+      const void* found = memchr(body.data() + at, '\n', body.size() - at);
+      if (!found) break;
+      at = static_cast<size_t>(static_cast<const char*>(found) - body.data()) + 1;
+      if (at == body.size())
+        body += "    "sv;
+      else
+        body.insert(at, "    "sv);
+      at += 4;
+    }
+    indented = body.size();
+  };
+  // Every way out of an iteration ends its statement: indent() runs in the step.
+  for (size_t i = 0; i < order.size(); indent(), ++i) {
     const Node* n = order[i];
     std::string type;  // most nodes have no annotation
     if (n->b_->type) type = " : " + names.type_repr(*n->b_->type);
@@ -286,7 +317,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         if (n->b_->args.empty())
           throw Error("python_code: call_method node " + quoted(n) + " has no self argument (args[0])");
         names.append_name(body, n);
-        cat(body, {type, " = "});
+        append_assign(type);
         append_format_target(
             body, [&] { append_repr(n->b_->args[0]); }, target);
         body += '(';
@@ -297,21 +328,21 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         const detail::TargetEntry* e = n->b_->target.entry();
         if (e->magic_format) {
           names.append_name(body, n);
-          cat(body, {type, " = "});
+          append_assign(type);
           append_fields(body, n, e->magic_format, n->b_->args, names);
           break;
         }
         if (e->inplace_format) {
           append_fields(body, n, e->inplace_format, n->b_->args, names);
-          body += ";  ";
+          body += ";  "sv;
           names.append_name(body, n);
-          cat(body, {type, " = "});
+          append_assign(type);
           append_repr(n->b_->args.at(0));
           break;
         }
         std::string fn = names.global(e);  // FX adds the global before naming the node
         names.append_name(body, n);
-        cat(body, {type, " = "});
+        append_assign(type);
         if (fn == "getattr" && n->b_->args.size() == 2 && n->b_->args[1].is<std::string>() &&
             detail::is_identifier(n->b_->args[1].get<std::string>())) {
           append_format_target(
@@ -328,7 +359,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
       }
       case Op::call_module:
         names.append_name(body, n);
-        cat(body, {type, " = "});
+        append_assign(type);
         append_root_target(target);
         body += '(';
         append_args(n->b_->args, 0, n->b_->kwargs);
@@ -336,18 +367,18 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
         break;
       case Op::get_attr:
         names.append_name(body, n);
-        cat(body, {type, " = "});
+        append_assign(type);
         append_root_target(target);
         break;
       case Op::output:
         if (n->b_->type) return_annotation = " -> " + names.type_repr(*n->b_->type);
         if (n->b_->args.empty()) throw Error("python_code: the output node " + quoted(n) + " has no value");
         if (pytree_info_) {
-          body += "return pytree.tree_unflatten(";
+          body += "return pytree.tree_unflatten("sv;
           append_repr(n->b_->args[0]);
-          body += ", self._out_spec)";
+          body += ", self._out_spec)"sv;
         } else {
-          body += "return ";
+          body += "return "sv;
           append_repr(n->b_->args[0]);
         }
         body += '\n';
@@ -358,20 +389,20 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
     if (dies_at[i].empty() && !unused) {
       body += '\n';
     } else {
-      body += ";  ";
+      body += ";  "sv;
       for (Node* dead : dies_at[i]) {
         names.append_name(body, dead);
-        body += " = ";
+        body += " = "sv;
       }
       if (unused) {
         names.append_name(body, n);
-        body += " = ";
+        body += " = "sv;
       }
-      body += "None\n";
+      body += "None\n"sv;
     }
   }
   // FX 2.x's body holds a counter comment per node: `pass` only for a graph with no nodes.
-  if (order.empty()) body = "pass\n";
+  if (order.empty()) body = "    pass\n    ";
 
   std::string wrap_stmts;
   if (!wrapped.empty()) {
@@ -401,36 +432,11 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
     prologue = "def forward(" + join(free_vars) + ")" + return_annotation + ":";
   }
 
-  // The source: the header, then the body indented (four spaces after every
-  // newline), made in the body's own buffer from the back: a second copy of
-  // a large body costs fresh pages.
+  // The source: the header, then the body, in the body's own buffer (a
+  // second copy of a large body costs fresh pages).
   std::string header;
-  cat(header, {"\n", wrap_stmts, "\n\n", prologue, "\n", "    "});
-  const auto lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
-  size_t read = body.size();
-  body.resize(header.size() + body.size() + 4 * lines);
-  char* data = body.data();
-  size_t write = body.size();
-  while (read > 0) {
-    // memrchr, not string_view::rfind: rfind scans byte by byte, and this
-    // scan was a seventh of python_code.
-    const void* found = memrchr(data, '\n', read);
-    const size_t newline =
-        found ? static_cast<size_t>(static_cast<const char*>(found) - data) : std::string_view::npos;
-    const size_t start = newline == std::string_view::npos ? 0 : newline + 1;
-    write -= read - start;
-    std::memmove(data + write, data + start, read - start);
-    read = start;
-    if (newline != std::string_view::npos) {
-      write -= 4;
-      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): four spaces in the body, not a C string
-      std::memcpy(data + write, "    ", 4);
-      data[--write] = '\n';
-      read = newline;
-    }
-  }
-  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): the header's bytes, not a C string
-  std::memcpy(data, header.data(), header.size());
+  cat(header, {"\n", wrap_stmts, "\n\n", prologue, "\n"});
+  body.insert(0, header);
   result.src = std::move(body);
   result.globals = names.take_globals();
   return result;

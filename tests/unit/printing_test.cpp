@@ -63,6 +63,17 @@ def forward(self, x : torch.Tensor, y = "a'b", math_sqrt):
     )");
 }
 
+// torch.fx indents every line of the body, the lines inside a statement
+// too: an argument whose repr spans two lines (what torch.fx 2.14 prints for
+// `torch.add(x, A())` where repr(A()) is "A(\n1)").
+TEST(Printing, PythonCodeIndentsEachLineOfAStatement) {
+  fx::Graph g;
+  fx::Node* x = g.placeholder("x");
+  g.output(g.call_function("torch.add", {x, fx::Opaque{"A(\n1)", nullptr}}));
+  EXPECT_EQ(g.python_code().src,
+            "\n\n\ndef forward(self, x):\n    add = torch.add(x, A(\n    1));  x = None\n    return add\n    ");
+}
+
 TEST(Printing, PythonCodeListsItsGlobals) {
   KitchenSink k;
   auto globals = k.g.python_code().globals;
