@@ -99,9 +99,12 @@ class CodeNames final : public detail::NodeNamer {
 
   // FX's add_global: torch's own objects keep their qualified name, anything
   // else gets a sanitized unique name.
-  std::string global(const detail::TargetEntry* e) {
+  // A reference, valid until the next call: most nodes of an ATen graph
+  // call torch's own functions, whose names are not copied per node.
+  const std::string& global(const detail::TargetEntry* e) {
     if (e->from_torch && e->name != "torch.device") return e->code_name;
-    return record(ns_.create_name(e->code_name, e), e->name);
+    last_global_ = record(ns_.create_name(e->code_name, e), e->name);
+    return last_global_;
   }
   std::string global_name(std::string_view qualified) {
     if (detail::is_python_builtin(qualified))
@@ -174,6 +177,7 @@ class CodeNames final : public detail::NodeNamer {
   mutable std::unordered_map<std::string_view, const Node*> by_name_;
   mutable detail::Namespace ns_;
   std::vector<std::pair<std::string, std::string>> globals_;
+  std::string last_global_;  // global()'s result for a function not torch's
 };
 
 // out += each part, without the temporaries of a chain of operator+.
@@ -340,7 +344,7 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
           append_repr(n->b_->args.at(0));
           break;
         }
-        std::string fn = names.global(e);  // FX adds the global before naming the node
+        const std::string& fn = names.global(e);  // FX adds the global before naming the node
         names.append_name(body, n);
         append_assign(type);
         if (fn == "getattr" && n->b_->args.size() == 2 && n->b_->args[1].is<std::string>() &&
@@ -349,7 +353,8 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
               body, [&] { append_repr(n->b_->args[0]); }, n->b_->args[1].get<std::string>());
           break;
         }
-        cat(body, {fn, "("});
+        body += fn;
+        body += '(';
         append_args(n->b_->args, 0, n->b_->kwargs);
         body += ')';
         if (const bool* w = n->b_->meta.get<bool>("is_wrapped"); w && *w) {
