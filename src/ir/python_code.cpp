@@ -289,10 +289,9 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
   body += "    "sv;
   size_t indented = body.size();
   auto indent = [&] {
-    for (size_t at = indented;;) {
-      const void* found = memchr(body.data() + at, '\n', body.size() - at);
-      if (!found) break;
-      at = static_cast<size_t>(static_cast<const char*>(found) - body.data()) + 1;
+    // std::string::find of a char is memchr (char_traits::find).
+    for (size_t at = body.find('\n', indented); at != std::string::npos; at = body.find('\n', at)) {
+      ++at;
       if (at == body.size())
         body += "    "sv;
       else
