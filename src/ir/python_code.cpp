@@ -4,7 +4,6 @@
 #include <fx/graph.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -406,7 +405,10 @@ PythonCode Graph::python_code(std::string_view root_module, const std::vector<No
     }
   }
   // FX 2.x's body holds a counter comment per node: `pass` only for a graph with no nodes.
-  if (order.empty()) body = "    pass\n    ";
+  if (order.empty()) {
+    body += "pass\n"sv;
+    indent();
+  }
 
   std::string wrap_stmts;
   if (!wrapped.empty()) {
